@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every Debian package coredumpd needs to build, test and benchmark.
+# Idempotent; run as root on Debian 12 (bookworm).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  libboost-dev libboost-system-dev
+  libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
+  libsystemd-dev systemd
+  libzstd-dev zstd libsqlite3-dev sqlite3
+  libelf-dev libdw-dev elfutils
+  libgtest-dev libgmock-dev
+  gdb python3 util-linux procps file
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi
