@@ -1,0 +1,78 @@
+// One crash as coredumpd records it: identity, metadata, and what became of its core.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace coredumpd {
+
+/// Lifecycle of a record in the index. A record is shown as having a usable core only in Complete
+/// (and Truncated, with a warning).
+enum class DumpState {
+  InProgress,    ///< ack sent, core streaming; never shown as complete
+  Complete,      ///< core file durable, renamed into place, sizes final
+  Truncated,     ///< core file durable but cut short (stream ended early or a size limit applied)
+  Failed,        ///< no usable core (I/O error, protocol error, refused marker); `reason` says why
+  Interrupted,   ///< the daemon died while the dump was in progress (found at the next start)
+  MetadataOnly,  ///< policy or load chose a record without a core (USERSPACE, rate limit, ...)
+  Rejected,      ///< policy said no dump: the kernel was sent REJECT
+};
+
+/// Stable lower-case name ("in_progress", "complete", ...); used in the index and JSON.
+const char* state_name(DumpState s);
+/// Parses a name produced by state_name(); std::nullopt for anything else.
+std::optional<DumpState> parse_state(const std::string& s);
+
+/// Everything stored about one crash. Strings that come from the crashing process (comm, exe, argv,
+/// cwd, cgroup, hostname) are untrusted bytes: they may hold any byte except NUL, need not be UTF-8,
+/// and are never used to build a path.
+struct DumpRecord {
+  std::string id;                    ///< 32 lower-case hex chars; also the core file's name stem
+  DumpState state = DumpState::InProgress;
+  std::string reason;                ///< why Failed/Truncated/Rejected/MetadataOnly; empty otherwise
+  std::int64_t timestamp_us = 0;     ///< crash time: UTC microseconds since the epoch, taken at accept
+
+  // Identity of the crashing process (host namespaces; from the pidfd and /proc/<pid>).
+  std::int64_t pid = 0;              ///< host TGID
+  std::optional<std::int64_t> tid;   ///< host TID of the crashing thread, if it could be mapped
+  std::int64_t uid = -1, gid = -1;   ///< real ids
+  std::int64_t euid = -1, egid = -1; ///< effective ids
+  std::string comm;                  ///< /proc/<pid>/comm without the newline
+  std::string exe;                   ///< /proc/<pid>/exe link target (may end in " (deleted)")
+  std::vector<std::string> argv;     ///< /proc/<pid>/cmdline split at NUL; empty strings kept
+  std::string cwd;
+  std::string cgroup;                ///< /proc/<pid>/cgroup verbatim (all hierarchies on v1)
+  std::string hostname;              ///< in the crashing process's UTS namespace
+  std::string boot_id;               ///< /proc/sys/kernel/random/boot_id of this boot
+  std::uint32_t coredump_mask = 0;   ///< pidfd_info.coredump_mask (PIDFD_COREDUMPED, ..._ROOT)
+
+  // The fatal signal, from the core's NT_SIGINFO / NT_PRSTATUS notes (6.18 has no pidfd field).
+  std::optional<int> signal;
+  std::optional<std::int64_t> crashing_tid_ns;  ///< NT_PRSTATUS pr_pid: TID in the task's own pid ns
+
+  // The core and where it went.
+  std::uint64_t core_size = 0;       ///< uncompressed bytes received from the kernel
+  std::uint64_t stored_size = 0;     ///< bytes on disk of the stored file
+  std::string compression;           ///< "zstd", or "" when no core is stored
+  std::string path;                  ///< core file name relative to the store dir ("<id>.zst"), or ""
+
+  /// Further metadata (negotiation, collectors' output, timings...), free-form JSON object.
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+/// Name of a signal number ("SIGSEGV"), or "SIG<n>" when unknown.
+std::string signal_name(int signo);
+
+/// Converts a record to JSON for `dumpctl --json`. Strings that are valid UTF-8 become JSON strings;
+/// any other byte string becomes an array of byte values (0..255), as journalctl does for binary
+/// fields, so that no byte is lost or altered.
+nlohmann::json to_json(const DumpRecord& r);
+
+/// A byte string as JSON: a string if valid UTF-8, else an array of its byte values.
+nlohmann::json bytes_to_json(const std::string& bytes);
+
+}  // namespace coredumpd
