@@ -1,0 +1,46 @@
+// The daemon's configuration: built-in defaults, overridden by a JSON file (--config) and the
+// command line. Unknown keys and bad values are errors naming the file, the key and the reason.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "daemon/core_writer.h"
+#include "protocol/wire.h"
+
+namespace coredumpd {
+
+/// A configuration error; what() reads "<file>: <key>: <reason>".
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Everything the daemon is configured with. Defaults are the values a fresh install runs with.
+struct Config {
+  std::string socket_path = "/run/coredumpd/coredump.socket";  ///< where the kernel connects (@@PATH)
+  std::string store_dir = "/var/lib/coredumpd";                ///< cores and index.sqlite
+  /// Longest the crashing task may stay frozen before we ack (accept -> ack sent). The kernel has no
+  /// timeout of its own (spec §2.5), so this bound is ours to keep.
+  std::chrono::milliseconds handshake_timeout{2000};
+  /// Longest a core stream may stall between two reads before the dump is cut short.
+  std::chrono::milliseconds stream_idle_timeout{30000};
+  int listen_backlog = 4096;   ///< the kernel's connect is non-blocking: a full backlog loses dumps (spec §1.5)
+  int dump_workers = 4;        ///< threads draining and compressing cores
+  int collector_threads = 2;   ///< threads reading /proc during handshakes
+  CompressionOptions compression;
+  /// Value of COREDUMP_CLOSE_FILES on this host (RFC; not final, spec §3.4).
+  std::uint64_t close_files_bit = protocol::COREDUMP_CLOSE_FILES_DEFAULT;
+  /// Accept peers whose pidfd lacks PIDFD_COREDUMPED. For the fake-kernel tests only; command line only.
+  bool allow_unverified_peers = false;
+};
+
+/// Reads a JSON configuration file over `base` and returns the result. Throws ConfigError.
+Config load_config_file(const std::string& path, Config base);
+
+/// Applies one parsed JSON document (named `origin` in errors) over `base`. Throws ConfigError.
+Config apply_config_json(const std::string& origin, const std::string& text, Config base);
+
+}  // namespace coredumpd

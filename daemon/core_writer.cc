@@ -1,0 +1,106 @@
+#include "daemon/core_writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace coredumpd {
+
+namespace {
+
+constexpr mode_t kCoreFileMode = 0640;
+
+[[noreturn]] void fail(const std::string& step, int err) {
+  throw StoreError(step + ": " + std::strerror(err), err);
+}
+
+void check_zstd(std::size_t rc, const char* step) {
+  if (ZSTD_isError(rc)) throw StoreError(std::string(step) + ": " + ZSTD_getErrorName(rc), 0);
+}
+
+}  // namespace
+
+CoreWriter::CoreWriter(int store_dirfd, std::string name, const CompressionOptions& options)
+    : dirfd_(store_dirfd), name_(std::move(name)), out_(ZSTD_CStreamOutSize()) {
+  fd_.reset(::openat(dirfd_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, kCoreFileMode));
+  if (!fd_ && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    partial_name_ = ".partial-" + name_;
+    fd_.reset(::openat(dirfd_, partial_name_.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+                       kCoreFileMode));
+  }
+  if (!fd_) fail("create temporary core file", errno);
+  if (::fchmod(fd_.get(), kCoreFileMode) < 0) fail("fchmod core file", errno);  // umask must not widen/narrow it
+
+  cctx_ = ZSTD_createCCtx();
+  if (!cctx_) throw StoreError("ZSTD_createCCtx failed", ENOMEM);
+  check_zstd(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, options.level), "zstd level");
+  check_zstd(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 1), "zstd checksum");
+  if (options.threads > 0) {
+    // Fails only on a libzstd built without multithreading; then we compress on this thread.
+    (void)ZSTD_CCtx_setParameter(cctx_, ZSTD_c_nbWorkers, options.threads);
+  }
+}
+
+CoreWriter::~CoreWriter() {
+  ZSTD_freeCCtx(cctx_);
+  if (!committed_ && !partial_name_.empty()) ::unlinkat(dirfd_, partial_name_.c_str(), 0);
+}
+
+void CoreWriter::write(std::span<const std::byte> data) {
+  bytes_in_ += data.size();
+  drain(ZSTD_e_continue, data);
+}
+
+void CoreWriter::drain(ZSTD_EndDirective mode, std::span<const std::byte> data) {
+  ZSTD_inBuffer in{data.data(), data.size(), 0};
+  while (true) {
+    ZSTD_outBuffer out{out_.data(), out_.size(), 0};
+    const std::size_t remaining = ZSTD_compressStream2(cctx_, &out, &in, mode);
+    check_zstd(remaining, "zstd compress");
+    write_out(out_.data(), out.pos);
+    const bool input_done = in.pos == in.size;
+    if (mode == ZSTD_e_continue ? input_done : remaining == 0) return;
+  }
+}
+
+void CoreWriter::write_out(const std::byte* p, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd_.get(), p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail("write core file", errno);
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+    bytes_out_ += static_cast<std::uint64_t>(w);
+  }
+}
+
+std::uint64_t CoreWriter::commit() {
+  drain(ZSTD_e_end, {});
+  if (::fsync(fd_.get()) < 0) fail("fsync core file", errno);
+  if (partial_name_.empty()) {
+    // Link the anonymous file into the directory. AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the
+    // /proc/self/fd form works without it.
+    if (::linkat(fd_.get(), "", dirfd_, name_.c_str(), AT_EMPTY_PATH) < 0) {
+      const std::string self = "/proc/self/fd/" + std::to_string(fd_.get());
+      if (::linkat(AT_FDCWD, self.c_str(), dirfd_, name_.c_str(), AT_SYMLINK_FOLLOW) < 0)
+        fail("link core file into the store", errno);
+    }
+  } else if (::renameat(dirfd_, partial_name_.c_str(), dirfd_, name_.c_str()) < 0) {
+    fail("rename core file into place", errno);
+  }
+  committed_ = true;
+  if (::fsync(dirfd_) < 0) {
+    const int err = errno;
+    ::unlinkat(dirfd_, name_.c_str(), 0);
+    committed_ = false;
+    fail("fsync store directory", err);
+  }
+  return bytes_out_;
+}
+
+}  // namespace coredumpd

@@ -1,0 +1,71 @@
+// Writing one core into the store: zstd-compressed, into an unnamed temporary file, made durable and
+// linked under its final name only when complete.
+#pragma once
+
+#include <zstd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "daemon/unique_fd.h"
+
+namespace coredumpd {
+
+/// An I/O or compression failure while storing a core; what() names the step and errno's text.
+class StoreError : public std::runtime_error {
+ public:
+  StoreError(const std::string& what, int err) : std::runtime_error(what), error_number(err) {}
+  int error_number;  ///< errno of the failing call (ENOSPC, EIO, ...), 0 for zstd errors
+};
+
+/// Compression settings for one core.
+struct CompressionOptions {
+  int level = 3;    ///< zstd level (1..19)
+  int threads = 1;  ///< zstd worker threads; 0 compresses on the calling thread
+};
+
+/// Streams one core into `<store>/<name>` through zstd.
+///
+/// The data goes to an O_TMPFILE file in the store directory (a named `.partial-<name>` where the
+/// filesystem lacks O_TMPFILE), so a crash or kill leaves nothing that looks like a dump. commit()
+/// ends the zstd frame, fsyncs, links the file under its name and fsyncs the directory. Destroying
+/// an uncommitted writer discards the data. Files are created 0640, owned by the daemon's user.
+class CoreWriter {
+ public:
+  /// Creates the temporary file in directory `store_dirfd` for final name `name` (a plain file name
+  /// chosen by us, never by the crashing process). Throws StoreError.
+  CoreWriter(int store_dirfd, std::string name, const CompressionOptions& options);
+  ~CoreWriter();
+  CoreWriter(const CoreWriter&) = delete;
+  CoreWriter& operator=(const CoreWriter&) = delete;
+
+  /// Compresses and writes `data`. Throws StoreError (e.g. ENOSPC); the writer is then unusable.
+  void write(std::span<const std::byte> data);
+
+  /// Finishes the frame, makes the file durable and visible as `name`. Returns the stored size in
+  /// bytes. Throws StoreError; on failure nothing is left under `name`.
+  std::uint64_t commit();
+
+  std::uint64_t bytes_in() const { return bytes_in_; }    ///< uncompressed bytes so far
+  std::uint64_t bytes_out() const { return bytes_out_; }  ///< compressed bytes written so far
+
+ private:
+  void drain(ZSTD_EndDirective mode, std::span<const std::byte> data);
+  void write_out(const std::byte* p, std::size_t n);
+
+  int dirfd_;
+  std::string name_;
+  std::string partial_name_;  // non-empty when O_TMPFILE was unavailable
+  UniqueFd fd_;
+  ZSTD_CCtx* cctx_ = nullptr;
+  std::vector<std::byte> out_;
+  std::uint64_t bytes_in_ = 0;
+  std::uint64_t bytes_out_ = 0;
+  bool committed_ = false;
+};
+
+}  // namespace coredumpd

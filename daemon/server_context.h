@@ -1,0 +1,43 @@
+// What every session shares: the io_context, worker pools, the store and the configuration.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "daemon/config.h"
+#include "daemon/stats.h"
+#include "daemon/store/index.h"
+
+namespace coredumpd {
+
+/// Shared state of a running server. Owned by Server; sessions hold a reference.
+struct ServerContext {
+  ServerContext(boost::asio::io_context& io_, boost::asio::thread_pool& collectors_, boost::asio::thread_pool& dumps_,
+                Index& index_, int store_dirfd_, std::string boot_id_, Stats& stats_,
+                std::shared_ptr<const Config> config)
+      : io(io_), collectors(collectors_), dumps(dumps_), index(index_), store_dirfd(store_dirfd_),
+        boot_id(std::move(boot_id_)), stats(stats_), config_(std::move(config)) {}
+
+  boost::asio::io_context& io;       ///< accept loop and handshakes; never blocks
+  boost::asio::thread_pool& collectors;  ///< /proc reads during handshakes (blocking, bounded)
+  boost::asio::thread_pool& dumps;   ///< draining, compressing and storing cores (blocking)
+  Index& index;
+  int store_dirfd;                   ///< the store directory, opened O_DIRECTORY|O_NOFOLLOW
+  std::string boot_id;
+  Stats& stats;
+  std::atomic<int> in_flight{0};     ///< sessions not yet finished
+
+  /// The configuration in force; a snapshot is taken per session, so a reload never changes a
+  /// dump half-way.
+  std::shared_ptr<const Config> config() const { return std::atomic_load(&config_); }
+  void set_config(std::shared_ptr<const Config> c) { std::atomic_store(&config_, std::move(c)); }
+
+ private:
+  std::shared_ptr<const Config> config_;
+};
+
+}  // namespace coredumpd

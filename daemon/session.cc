@@ -1,0 +1,297 @@
+#include "daemon/session.h"
+
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/asio/post.hpp>
+
+#include <cinttypes>
+#include <cstdio>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/dump_job.h"
+#include "daemon/proc_dir.h"
+#include "protocol/marker.h"
+#include "protocol/request.h"
+
+namespace coredumpd {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+// A dump id: the crash time in microseconds (so ids sort by time) and 64 random bits, as 32 hex chars.
+std::string make_dump_id(std::int64_t timestamp_us) {
+  std::uint64_t rnd = 0;
+  if (::getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) rnd = static_cast<std::uint64_t>(::random());
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64 "%016" PRIx64, static_cast<std::uint64_t>(timestamp_us), rnd);
+  return buf;
+}
+
+std::int64_t elapsed_us(Session::Clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Session::Clock::now() - since).count();
+}
+
+}  // namespace
+
+Session::Session(ServerContext& ctx, Socket socket, std::int64_t accepted_us)
+    : ctx_(ctx), config_(ctx.config()), socket_(std::move(socket)), deadline_(ctx.io),
+      accepted_at_(Clock::now()) {
+  ++ctx_.in_flight;
+  record_.id = make_dump_id(accepted_us);
+  record_.timestamp_us = accepted_us;
+  record_.boot_id = ctx_.boot_id;
+}
+
+Session::~Session() { --ctx_.in_flight; }
+
+void Session::start() {
+  peer_ = identify_peer(socket_.native_handle());
+  record_.pid = peer_.cred_pid;
+  record_.euid = peer_.cred_uid;
+  record_.egid = peer_.cred_gid;
+  if (peer_.info) {
+    const auto& i = *peer_.info;
+    record_.pid = i.tgid;
+    record_.uid = i.ruid, record_.gid = i.rgid, record_.euid = i.euid, record_.egid = i.egid;
+    record_.coredump_mask = i.coredump_mask;
+    record_.extra["cgroup_id"] = i.cgroupid;
+    if (i.mask & PIDFD_INFO_COREDUMP_SIGNAL) record_.signal = static_cast<int>(i.coredump_signal);
+  }
+
+  if (!peer_.is_crashing_task()) {
+    if (!config_->allow_unverified_peers) {
+      ++ctx_.stats.impostors;
+      const std::string why = peer_.info ? "coredump_mask " + std::to_string(peer_.info->coredump_mask) +
+                                               " lacks PIDFD_COREDUMPED"
+                                         : peer_.error;
+      return abort("refused peer pid " + std::to_string(peer_.cred_pid) + " uid " +
+                   std::to_string(peer_.cred_uid) + ": not a crashing task (" + why + ")");
+    }
+    record_.extra["unverified_peer"] = true;
+  }
+
+  deadline_.expires_after(config_->handshake_timeout);
+  deadline_.async_wait([self = shared_from_this()](error_code ec) {
+    if (!ec) self->on_deadline();
+  });
+  read_request_size();
+}
+
+// The kernel queues the whole request before accept() returns (spec §2.1), so these reads complete
+// at once for a real kernel; a slow or silent peer is bounded by the handshake deadline.
+void Session::read_request_size() {
+  asio::async_read(socket_, asio::buffer(req_buf_.data(), 4), [self = shared_from_this()](error_code ec, std::size_t) {
+    if (self->state_ != State::ReadingRequest) return;
+    if (ec) {
+      ++self->ctx_.stats.bad_requests;
+      return self->abort("no coredump_req: " + ec.message());
+    }
+    std::string error;
+    const auto size = protocol::peek_size_field(std::span<const std::byte, 4>(self->req_buf_.data(), 4));
+    const auto layout = protocol::plan_request_read(size, error);
+    if (!layout) {
+      ++self->ctx_.stats.bad_requests;
+      return self->abort("malformed request: " + error);
+    }
+    self->read_request_body(layout->known, layout->discard);
+  });
+}
+
+void Session::read_request_body(std::uint32_t known, std::uint32_t discard) {
+  asio::async_read(socket_, asio::buffer(req_buf_.data() + 4, known - 4),
+                   [self = shared_from_this(), known, discard](error_code ec, std::size_t) {
+                     if (self->state_ != State::ReadingRequest) return;
+                     if (ec) {
+                       ++self->ctx_.stats.bad_requests;
+                       return self->abort("truncated coredump_req: " + ec.message());
+                     }
+                     self->req_ = protocol::decode_request(std::span(self->req_buf_.data(), known));
+                     self->discard_request_tail(discard);
+                   });
+}
+
+// A newer kernel's request may be longer than what this build knows: read and drop the rest.
+void Session::discard_request_tail(std::uint32_t discard) {
+  if (discard == 0) return on_request();
+  const auto chunk = std::min<std::size_t>(discard, discard_buf_.size());
+  asio::async_read(socket_, asio::buffer(discard_buf_.data(), chunk),
+                   [self = shared_from_this(), discard, chunk](error_code ec, std::size_t) {
+                     if (self->state_ != State::ReadingRequest) return;
+                     if (ec) return self->abort("truncated coredump_req tail: " + ec.message());
+                     self->discard_request_tail(discard - static_cast<std::uint32_t>(chunk));
+                   });
+}
+
+void Session::on_request() {
+  record_.extra["request"] = {{"size", req_.size}, {"size_ack", req_.size_ack}, {"mask", req_.mask},
+                              {"memory_types", req_.memory_types}, {"memory_types_mask", req_.memory_types_mask}};
+  collect();
+}
+
+// Reading /proc blocks (briefly), so it runs on the collector pool; the deadline may overtake it.
+void Session::collect() {
+  state_ = State::Collecting;
+  const auto deadline = accepted_at_ + config_->handshake_timeout * 8 / 10;  // leave room to ack
+  const int pidfd = peer_.pidfd.get();  // owned by peer_, which lives as long as `self`
+  const auto pid = static_cast<pid_t>(record_.pid);
+  asio::post(ctx_.collectors, [self = shared_from_this(), deadline, pidfd, pid] {
+    HandshakeFacts facts;
+    std::string error;
+    if (auto proc = ProcDir::open(pidfd, pid, error))
+      facts = collect_handshake_facts(*proc, deadline);
+    else
+      facts.errors["proc"] = error;
+    asio::post(self->ctx_.io, [self, facts = std::move(facts)]() mutable { self->on_collected(std::move(facts)); });
+  });
+}
+
+void Session::on_collected(HandshakeFacts facts) {
+  if (state_ != State::Collecting) return;  // the deadline already sent the ack without them
+  facts_ = std::move(facts);
+  send_ack();
+}
+
+void Session::send_ack() {
+  state_ = State::SendingAck;
+  record_.comm = facts_.comm;
+  record_.exe = facts_.exe;
+  record_.argv = facts_.argv;
+  record_.cwd = facts_.cwd;
+  record_.cgroup = facts_.cgroup;
+  record_.hostname = facts_.hostname;
+  if (!facts_.errors.empty()) record_.extra["collect_errors"] = facts_.errors;
+  record_.extra["collect_timings_us"] = facts_.timings_us;
+  if (facts_.rlimit_core) record_.extra["rlimit_core"] = *facts_.rlimit_core;
+
+  protocol::Wants wants;  // store the core, keep the task until our post-dump work is done
+  wants.mode = protocol::Mode::Kernel;
+  wants.wait = true;
+  std::string error;
+  auto negotiation = protocol::negotiate(req_, wants, config_->close_files_bit, error);
+  if (!negotiation) {
+    ++ctx_.stats.bad_requests;
+    return abort("cannot build an ack: " + error);
+  }
+  negotiation_ = *negotiation;
+  if (negotiation_.unknown) spdlog::info("kernel offers unknown coredump mask bits {:#x}; ignored", negotiation_.unknown);
+
+  // Self-check: never send an ack the kernel's own validation would refuse.
+  const auto wire = protocol::ack_bytes(negotiation_.ack);
+  if (protocol::kernel_ack_verdict(req_, wire, config_->close_files_bit) != protocol::Marker::REQACK) {
+    ++ctx_.stats.bad_requests;
+    return abort("internal error: built an ack the kernel would refuse");
+  }
+  record_.extra["handshake_us"] = elapsed_us(accepted_at_);
+  record_.extra["negotiation"] = {
+      {"offered", negotiation_.offered},
+      {"acked", negotiation_.ack.mask},
+      {"mode", protocol::mode_name(negotiation_.mode)},
+      {"wait", protocol::flag_outcome_name(negotiation_.wait)},
+      {"records", protocol::flag_outcome_name(negotiation_.records)},
+      {"sparse", protocol::flag_outcome_name(negotiation_.sparse)},
+      {"close_files", protocol::flag_outcome_name(negotiation_.close_files)},
+      {"memory_types", protocol::flag_outcome_name(negotiation_.memory_types)},
+  };
+  asio::async_write(socket_, asio::buffer(wire.data(), wire.size()), [self = shared_from_this()](error_code ec, std::size_t) {
+    if (self->state_ != State::SendingAck) return;
+    if (ec) return self->abort("sending coredump_ack: " + ec.message());
+    self->read_marker();
+  });
+}
+
+void Session::read_marker() {
+  state_ = State::ReadingMarker;
+  // The kernel answers at once; a fresh bound covers a peer that never does.
+  deadline_.expires_after(config_->handshake_timeout);
+  deadline_.async_wait([self = shared_from_this()](error_code ec) {
+    if (!ec) self->on_deadline();
+  });
+  asio::async_read(socket_, asio::buffer(marker_buf_), [self = shared_from_this()](error_code ec, std::size_t) {
+    if (self->state_ != State::ReadingMarker) return;
+    if (ec) {
+      ++self->ctx_.stats.refused_by_kernel;
+      self->record_.state = DumpState::Failed;
+      self->record_.reason = "no marker after the ack: " + ec.message();
+      self->record_async();
+      return self->abort(self->record_.reason);
+    }
+    self->on_marker();
+  });
+}
+
+void Session::on_marker() {
+  state_ = State::Done;
+  deadline_.cancel();
+  std::uint32_t raw = 0;
+  std::memcpy(&raw, marker_buf_.data(), sizeof(raw));
+  const auto marker = protocol::interpret_marker(raw);
+  if (!marker.accepted) {
+    ++ctx_.stats.refused_by_kernel;
+    record_.state = DumpState::Failed;
+    record_.reason = std::string("kernel marker ") + std::string(marker.name) + ": " + marker.reason;
+    record_async();
+    return abort(record_.reason);
+  }
+
+  switch (negotiation_.mode) {
+    case protocol::Mode::Reject:
+      ++ctx_.stats.rejected;
+      record_.state = DumpState::Rejected;
+      record_async();
+      return abort("dump rejected: " + record_.reason, false);
+    case protocol::Mode::Userspace:
+      ++ctx_.stats.metadata_only;
+      record_.state = DumpState::MetadataOnly;
+      record_async();
+      return abort("metadata-only record " + record_.id, false);
+    case protocol::Mode::Kernel:
+      break;
+  }
+  DumpJob job{UniqueFd(socket_.release()), std::move(record_), std::move(facts_), negotiation_, config_};
+  asio::post(ctx_.dumps, [&ctx = ctx_, job = std::move(job), self = shared_from_this()]() mutable {
+    run_dump_job(ctx, std::move(job));
+  });
+}
+
+void Session::on_deadline() {
+  switch (state_) {
+    case State::ReadingRequest:
+      ++ctx_.stats.handshake_timeouts;
+      return abort("no complete coredump_req within " + std::to_string(config_->handshake_timeout.count()) + " ms");
+    case State::Collecting:
+      // The task must not stay frozen past the deadline: ack with whatever was collected.
+      facts_.errors["collect"] = "handshake deadline reached; acked without the remaining metadata";
+      ++ctx_.stats.handshake_timeouts;
+      return send_ack();
+    case State::SendingAck:
+    case State::ReadingMarker:
+      ++ctx_.stats.handshake_timeouts;
+      return abort("peer did not answer the coredump_ack within " +
+                   std::to_string(config_->handshake_timeout.count()) + " ms");
+    case State::Done:
+      return;
+  }
+}
+
+void Session::abort(const std::string& reason, bool warn) {
+  state_ = State::Done;
+  deadline_.cancel();
+  if (warn)
+    spdlog::warn("pid {} ({}): {}", record_.pid, record_.id, reason);
+  else
+    spdlog::info("pid {} ({}): {}", record_.pid, record_.id, reason);
+  error_code ignored;
+  socket_.close(ignored);
+}
+
+void Session::record_async() {
+  asio::post(ctx_.dumps, [&ctx = ctx_, record = record_] { save_record(ctx, record, false); });
+}
+
+}  // namespace coredumpd

@@ -1,0 +1,80 @@
+// One connection from the kernel, from accept to the hand-off of the core stream.
+//
+// The handshake is an explicit state machine on the io_context (never blocking it):
+//
+//   ReadingRequest --request read--> Collecting --facts in, or deadline--> SendingAck
+//        --ack written--> ReadingMarker --REQACK--> (KERNEL) DumpJob on the dump pool
+//                                                   (USERSPACE/REJECT) record, close
+//
+// Any error, timeout or refusal ends the session: it is logged with its reason, counted, recorded
+// where a record exists, and the socket is closed (which is what releases a parked task).
+// A session keeps itself alive through its pending handlers (shared_from_this).
+#pragma once
+
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+
+#include "daemon/collect.h"
+#include "daemon/peer.h"
+#include "daemon/server_context.h"
+#include "daemon/store/dump_record.h"
+#include "protocol/negotiate.h"
+#include "protocol/wire.h"
+
+namespace coredumpd {
+
+/// The handshake of one accepted connection. Create with std::make_shared and call start().
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  using Socket = boost::asio::local::stream_protocol::socket;
+  using Clock = std::chrono::steady_clock;
+
+  /// Takes ownership of an accepted socket. `accepted_us` is the crash timestamp (UTC microseconds
+  /// since the epoch) taken right after accept().
+  Session(ServerContext& ctx, Socket socket, std::int64_t accepted_us);
+  ~Session();
+
+  /// Identifies the peer and starts reading the coredump_req. Call once.
+  void start();
+
+ private:
+  enum class State { ReadingRequest, Collecting, SendingAck, ReadingMarker, Done };
+
+  void read_request_size();
+  void read_request_body(std::uint32_t known, std::uint32_t discard);
+  void discard_request_tail(std::uint32_t discard);
+  void on_request();
+  void collect();
+  void on_collected(HandshakeFacts facts);
+  void send_ack();
+  void read_marker();
+  void on_marker();
+  void on_deadline();
+  /// Ends the session without a dump: logs `reason` at `level`, closes the socket.
+  void abort(const std::string& reason, bool warn = true);
+  /// Stores `record_` in the index from the dump pool (never on the io thread).
+  void record_async();
+
+  ServerContext& ctx_;
+  std::shared_ptr<const Config> config_;
+  Socket socket_;
+  boost::asio::steady_timer deadline_;
+  State state_ = State::ReadingRequest;
+  Clock::time_point accepted_at_;
+
+  Peer peer_;
+  std::array<std::byte, sizeof(protocol::coredump_req)> req_buf_{};
+  std::array<std::byte, 256> discard_buf_{};
+  protocol::coredump_req req_{};
+  protocol::Negotiation negotiation_;
+  std::array<std::byte, protocol::MARKER_SIZE> marker_buf_{};
+  HandshakeFacts facts_;
+  DumpRecord record_;
+};
+
+}  // namespace coredumpd

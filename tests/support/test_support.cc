@@ -1,0 +1,245 @@
+#include "tests/support/test_support.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace coredumpd::test {
+
+namespace fs = std::filesystem;
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/cdt-XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+bool ExitStatus::signaled() const { return exited && WIFSIGNALED(raw); }
+int ExitStatus::term_signal() const { return signaled() ? WTERMSIG(raw) : 0; }
+bool ExitStatus::core_dumped() const { return signaled() && WCOREDUMP(raw); }
+int ExitStatus::exit_code() const { return exited && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1; }
+
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log_file) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    if (!log_file.empty()) {
+      const int fd = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, STDOUT_FILENO);
+        ::dup2(fd, STDERR_FILENO);
+        ::close(fd);
+      }
+    }
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+ExitStatus wait_for(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  ExitStatus st;
+  while (std::chrono::steady_clock::now() < until) {
+    const pid_t r = ::waitpid(pid, &st.raw, WNOHANG);
+    if (r == pid) {
+      st.exited = true;
+      return st;
+    }
+    if (r < 0 && errno != EINTR) return st;
+    std::this_thread::sleep_for(5ms);
+  }
+  ::kill(pid, SIGKILL);
+  int ignored = 0;
+  ::waitpid(pid, &ignored, 0);
+  return st;
+}
+
+std::pair<ExitStatus, std::string> run_capture(const std::vector<std::string>& argv,
+                                               std::chrono::milliseconds timeout) {
+  char tmpl[] = "/tmp/cdt-out-XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  if (fd < 0) throw std::runtime_error("mkstemp failed");
+  ::close(fd);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int out = ::open(tmpl, O_WRONLY | O_TRUNC);
+    ::dup2(out, STDOUT_FILENO);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  const auto st = wait_for(pid, timeout);
+  auto text = read_file(tmpl).value_or("");
+  ::unlink(tmpl);
+  return {st, text};
+}
+
+bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return cond();
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Daemon::Daemon(const std::string& binary, const std::string& socket, const std::string& store,
+               const std::string& log, const std::vector<std::string>& extra_args)
+    : log_(log) {
+  std::vector<std::string> argv{binary, "--socket", socket, "--store", store, "--log-level", "debug"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  pid_ = spawn(argv, log);
+  const bool up = wait_until(
+      [&] {
+        struct stat st{};
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+          pid_ = -1;
+          return true;  // died: reported below
+        }
+        return ::stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+      },
+      10s);
+  if (pid_ < 0 || !up) {
+    if (pid_ > 0) wait_for(pid_, 0ms);
+    pid_ = -1;
+    throw std::runtime_error("coredumpd did not come up; its log:\n" + this->log());
+  }
+}
+
+Daemon::~Daemon() {
+  if (pid_ > 0) stop(10s);
+}
+
+ExitStatus Daemon::stop(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return {};
+  ::kill(pid_, SIGTERM);
+  const auto st = wait_for(pid_, timeout);
+  pid_ = -1;
+  return st;
+}
+
+std::string Daemon::log() const { return read_file(log_).value_or(""); }
+
+// ---- core_pattern lock ----
+
+namespace {
+
+constexpr const char* kLockPath = "/run/lock/coredumpd-core_pattern.lock";
+constexpr const char* kPatternPath = "/proc/sys/kernel/core_pattern";
+
+// The value to put back if the test process dies by a signal, kept in static storage for the
+// async-signal-safe handler.
+char g_saved_pattern[256];
+std::size_t g_saved_len = 0;
+struct sigaction g_old_actions[32];
+constexpr int kRestoreSignals[] = {SIGINT, SIGTERM, SIGABRT, SIGSEGV, SIGBUS};
+
+void restore_pattern_raw() {
+  const int fd = ::open(kPatternPath, O_WRONLY);
+  if (fd < 0) return;
+  (void)!::write(fd, g_saved_pattern, g_saved_len);
+  ::close(fd);
+}
+
+void on_fatal_signal(int signo) {
+  restore_pattern_raw();
+  ::sigaction(signo, &g_old_actions[signo], nullptr);
+  ::raise(signo);
+}
+
+void write_pattern(const std::string& pattern) {
+  const int fd = ::open(kPatternPath, O_WRONLY);
+  if (fd < 0) throw std::runtime_error(std::string("open core_pattern: ") + std::strerror(errno));
+  const auto n = ::write(fd, pattern.data(), pattern.size());
+  const int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(pattern.size()))
+    throw std::runtime_error("write core_pattern \"" + pattern + "\": " + std::strerror(err));
+}
+
+}  // namespace
+
+CorePatternLock::CorePatternLock(const std::string& pattern) {
+  ::mkdir("/run/lock", 01777);
+  lock_fd_ = ::open(kLockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd_ < 0) throw std::runtime_error(std::string("open ") + kLockPath + ": " + std::strerror(errno));
+  const bool locked = wait_until([&] { return ::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0; }, 300s);
+  if (!locked) {
+    ::close(lock_fd_);
+    throw std::runtime_error(std::string("could not lock ") + kLockPath + " within 5 minutes");
+  }
+  previous_ = read_file(kPatternPath).value_or("core\n");
+  while (!previous_.empty() && previous_.back() == '\n') previous_.pop_back();
+  g_saved_len = std::min(previous_.size(), sizeof(g_saved_pattern));
+  std::memcpy(g_saved_pattern, previous_.data(), g_saved_len);
+  for (int s : kRestoreSignals) {
+    struct sigaction sa{};
+    sa.sa_handler = on_fatal_signal;
+    ::sigaction(s, &sa, &g_old_actions[s]);
+  }
+  try {
+    write_pattern(pattern);
+  } catch (...) {
+    for (int s : kRestoreSignals) ::sigaction(s, &g_old_actions[s], nullptr);
+    ::close(lock_fd_);
+    throw;
+  }
+}
+
+CorePatternLock::~CorePatternLock() {
+  try {
+    write_pattern(previous_);
+  } catch (const std::exception&) {
+    restore_pattern_raw();
+  }
+  for (int s : kRestoreSignals) ::sigaction(s, &g_old_actions[s], nullptr);
+  ::close(lock_fd_);
+}
+
+std::optional<std::string> real_kernel_unavailable() {
+  if (::geteuid() != 0) return "needs root (writes kernel.core_pattern)";
+  const auto modes = read_file("/proc/sys/kernel/core_modes");
+  if (!modes || modes->find("socket") == std::string::npos)
+    return "kernel lacks socket core_pattern support (no 'socket' in /proc/sys/kernel/core_modes; needs Linux 6.17+)";
+  utsname u{};
+  ::uname(&u);
+  int major = 0, minor = 0;
+  std::sscanf(u.release, "%d.%d", &major, &minor);
+  if (major < 6 || (major == 6 && minor < 17))
+    return std::string("kernel ") + u.release + " predates the @@ protocol (needs Linux 6.17+)";
+  return std::nullopt;
+}
+
+}  // namespace coredumpd::test
