@@ -34,14 +34,36 @@ struct HandshakeFacts {
   std::string hostname;
   std::vector<ThreadIds> threads;           ///< from task/*/status NSpid
   std::optional<std::uint64_t> rlimit_core;  ///< soft RLIMIT_CORE in bytes; UINT64_MAX = unlimited
+  /// Bytes the kernel would dump with the default coredump_filter (anonymous mappings plus one page
+  /// per file mapping), estimated from maps; for rejecting an over-size dump before it streams.
+  std::optional<std::uint64_t> estimated_core_bytes;
+  std::vector<std::string> environ;          ///< only stored if policy allows (it holds secrets)
+  /// Everything else, for the record's "proc" metadata: fds (with fdinfo and lock lines), locks
+  /// (the process's /proc/locks lines), maps, limits, status, mountinfo, namespaces (inodes).
+  nlohmann::json proc = nlohmann::json::object();
   nlohmann::json errors = nlohmann::json::object();   ///< collector name -> why it failed/was skipped
   nlohmann::json timings_us = nlohmann::json::object();  ///< collector name -> microseconds spent
   bool verified = false;  ///< the pidfd was re-checked alive after the last read
 };
 
-/// Runs every handshake collector on `proc`, in order, until `deadline`; collectors not started by
-/// then are recorded in `errors` as "skipped: handshake deadline". Never throws.
-HandshakeFacts collect_handshake_facts(const ProcDir& proc, std::chrono::steady_clock::time_point deadline);
+/// Limits on the handshake collectors.
+struct CollectLimits {
+  std::chrono::steady_clock::time_point deadline;  ///< no collector starts after this
+  std::chrono::milliseconds per_collector{500};    ///< a collector that loops (fds) stops after this
+  std::chrono::milliseconds test_delay{0};         ///< tests only: a collector that just sleeps this long
+};
+
+/// Runs every handshake collector on `proc`, in order: identity (comm, exe, cmdline, cwd, cgroup,
+/// limits), hostname, threads, fds (links, fdinfo, lock lines), locks, maps, status, mountinfo,
+/// namespaces, environ. Collectors not started by the deadline are recorded in `errors` as
+/// "skipped: handshake deadline"; one that ran out of its budget says so. Never throws.
+HandshakeFacts collect_handshake_facts(const ProcDir& proc, const CollectLimits& limits);
+
+/// The process's lines of a /proc/locks text: those whose pid field is `pid`.
+std::vector<std::string> locks_of_pid(const std::string& proc_locks, std::int64_t pid);
+
+/// Estimated core size from a maps text (see HandshakeFacts::estimated_core_bytes).
+std::uint64_t estimate_core_bytes(const std::string& maps);
 
 /// Splits /proc/<pid>/cmdline into arguments: NUL-separated, one trailing NUL dropped, empty
 /// arguments kept ("a\0\0b\0" -> {"a", "", "b"}).

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "daemon/core_writer.h"
+#include "daemon/policy.h"
 #include "protocol/wire.h"
 
 namespace coredumpd {
@@ -35,6 +36,14 @@ struct Config {
   std::uint64_t close_files_bit = protocol::COREDUMP_CLOSE_FILES_DEFAULT;
   /// Accept peers whose pidfd lacks PIDFD_COREDUMPED. For the fake-kernel tests only; command line only.
   bool allow_unverified_peers = false;
+  /// A collector that loops (e.g. over thousands of fds) stops after this long.
+  std::chrono::milliseconds collector_budget{500};
+  /// Tests only ("testing": {"collector_delay_ms": N}): a handshake collector that sleeps N ms, to
+  /// prove the handshake deadline holds when a collector blocks.
+  std::chrono::milliseconds test_collector_delay{0};
+
+  Policy defaults;          ///< policy when no rule matches
+  std::vector<Rule> rules;  ///< first match wins
 };
 
 /// Reads a JSON configuration file over `base` and returns the result. Throws ConfigError.

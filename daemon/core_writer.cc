@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 namespace coredumpd {
@@ -52,6 +53,15 @@ CoreWriter::~CoreWriter() {
 void CoreWriter::write(std::span<const std::byte> data) {
   bytes_in_ += data.size();
   drain(ZSTD_e_continue, data);
+}
+
+void CoreWriter::write_zeros(std::uint64_t len) {
+  static const std::vector<std::byte> zeros(1 << 20);
+  while (len > 0) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(len, zeros.size()));
+    write(std::span(zeros.data(), n));
+    len -= n;
+  }
 }
 
 void CoreWriter::drain(ZSTD_EndDirective mode, std::span<const std::byte> data) {

@@ -46,6 +46,9 @@ class CoreWriter {
   /// Compresses and writes `data`. Throws StoreError (e.g. ENOSPC); the writer is then unusable.
   void write(std::span<const std::byte> data);
 
+  /// Compresses and writes `len` zero bytes (a hole of a sparse core). Throws StoreError.
+  void write_zeros(std::uint64_t len);
+
   /// Finishes the frame, makes the file durable and visible as `name`. Returns the stored size in
   /// bytes. Throws StoreError; on failure nothing is left under `name`.
   std::uint64_t commit();

@@ -137,14 +137,17 @@ void Session::on_request() {
 // Reading /proc blocks (briefly), so it runs on the collector pool; the deadline may overtake it.
 void Session::collect() {
   state_ = State::Collecting;
-  const auto deadline = accepted_at_ + config_->handshake_timeout * 8 / 10;  // leave room to ack
+  CollectLimits limits;
+  limits.deadline = accepted_at_ + config_->handshake_timeout * 8 / 10;  // leave room to ack
+  limits.per_collector = config_->collector_budget;
+  limits.test_delay = config_->test_collector_delay;
   const int pidfd = peer_.pidfd.get();  // owned by peer_, which lives as long as `self`
   const auto pid = static_cast<pid_t>(record_.pid);
-  asio::post(ctx_.collectors, [self = shared_from_this(), deadline, pidfd, pid] {
+  asio::post(ctx_.collectors, [self = shared_from_this(), limits, pidfd, pid] {
     HandshakeFacts facts;
     std::string error;
     if (auto proc = ProcDir::open(pidfd, pid, error))
-      facts = collect_handshake_facts(*proc, deadline);
+      facts = collect_handshake_facts(*proc, limits);
     else
       facts.errors["proc"] = error;
     asio::post(self->ctx_.io, [self, facts = std::move(facts)]() mutable { self->on_collected(std::move(facts)); });
@@ -169,9 +172,20 @@ void Session::send_ack() {
   record_.extra["collect_timings_us"] = facts_.timings_us;
   if (facts_.rlimit_core) record_.extra["rlimit_core"] = *facts_.rlimit_core;
 
-  protocol::Wants wants;  // store the core, keep the task until our post-dump work is done
-  wants.mode = protocol::Mode::Kernel;
-  wants.wait = true;
+  record_.extra["proc"] = facts_.proc;
+
+  // Policy: the first matching rule, else the defaults; decided now, while the task is frozen.
+  const auto decision = select_policy(config_->defaults, config_->rules, record_);
+  policy_ = decision.policy;
+  record_.extra["rule"] = decision.rule;
+  if (policy_.capture_environ) {
+    auto env = nlohmann::json::array();
+    for (const auto& e : facts_.environ) env.push_back(bytes_to_json(e));
+    record_.extra["environ"] = std::move(env);
+  }
+  std::string why;
+  const protocol::Wants wants = wants_for(policy_, facts_, why);
+  if (!why.empty()) record_.reason = why;
   std::string error;
   auto negotiation = protocol::negotiate(req_, wants, config_->close_files_bit, error);
   if (!negotiation) {
@@ -244,16 +258,17 @@ void Session::on_marker() {
       ++ctx_.stats.rejected;
       record_.state = DumpState::Rejected;
       record_async();
-      return abort("dump rejected: " + record_.reason, false);
+      return abort("dump rejected (" + record_.reason + ")", false);
     case protocol::Mode::Userspace:
       ++ctx_.stats.metadata_only;
       record_.state = DumpState::MetadataOnly;
       record_async();
-      return abort("metadata-only record " + record_.id, false);
+      return abort("metadata-only record (" + record_.reason + ")", false);
     case protocol::Mode::Kernel:
       break;
   }
-  DumpJob job{UniqueFd(socket_.release()), std::move(record_), std::move(facts_), negotiation_, config_};
+  DumpJob job{UniqueFd(socket_.release()), std::move(peer_.pidfd), std::move(record_), std::move(facts_),
+              negotiation_, policy_, config_};
   asio::post(ctx_.dumps, [&ctx = ctx_, job = std::move(job), self = shared_from_this()]() mutable {
     run_dump_job(ctx, std::move(job));
   });

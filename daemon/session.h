@@ -21,6 +21,7 @@
 
 #include "daemon/collect.h"
 #include "daemon/peer.h"
+#include "daemon/policy.h"
 #include "daemon/server_context.h"
 #include "daemon/store/dump_record.h"
 #include "protocol/negotiate.h"
@@ -74,6 +75,7 @@ class Session : public std::enable_shared_from_this<Session> {
   protocol::Negotiation negotiation_;
   std::array<std::byte, protocol::MARKER_SIZE> marker_buf_{};
   HandshakeFacts facts_;
+  Policy policy_;
   DumpRecord record_;
 };
 

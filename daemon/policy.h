@@ -1,0 +1,74 @@
+// Per-crash policy: global defaults plus an ordered list of rules; the first rule whose match
+// accepts the crash supplies the policy (its keys over the defaults).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/collect.h"
+#include "daemon/store/dump_record.h"
+#include "protocol/negotiate.h"
+
+namespace coredumpd {
+
+/// What to do with a crash.
+enum class Action {
+  Store,         ///< KERNEL mode: stream and store the core
+  Reject,        ///< REJECT: the kernel produces no dump; we keep a record saying why
+  MetadataOnly,  ///< USERSPACE: no core, a record with the handshake metadata
+};
+
+/// Name of an action as written in the configuration ("store", "reject", "metadata-only").
+const char* action_name(Action a);
+
+/// The policy for one crash. Every field has the default a fresh install runs with.
+struct Policy {
+  Action action = Action::Store;
+  bool close_files = true;   ///< request COREDUMP_CLOSE_FILES when offered (fds are captured before the ack)
+  bool records = true;       ///< request COREDUMP_RECORDS when offered
+  bool sparse = true;        ///< request COREDUMP_SPARSE when offered (implies records)
+  std::optional<std::uint64_t> memory_types;  ///< COREDUMP_MEMORY_TYPES selection; unset: the task's filter
+  /// Post-dump collectors that read the still-live task ("smaps_rollup"). Non-empty means the ack
+  /// carries WAIT, parking the task until they ran; empty means no WAIT.
+  std::vector<std::string> post_dump = {"smaps_rollup"};
+  bool honor_rlimit_core = true;  ///< the kernel ignores RLIMIT_CORE for sockets (spec §1.4); we do not
+  bool capture_environ = false;   ///< store /proc/<pid>/environ (it often holds secrets)
+  int compression_level = 3;      ///< zstd level
+  std::optional<std::uint64_t> max_core_bytes;  ///< larger cores are cut (over_size decides how)
+  bool truncate_over_size = true;  ///< over max: store the first max bytes flagged truncated (else reject)
+};
+
+/// Conditions of a rule; every set field must hold. Globs use fnmatch(3) syntax.
+struct Match {
+  std::optional<std::string> comm;      ///< exact comm
+  std::optional<std::string> exe;       ///< glob on the executable path
+  std::optional<std::string> cgroup;    ///< glob on any line's path of /proc/<pid>/cgroup
+  std::optional<std::int64_t> uid;      ///< real uid
+  /// True if every condition holds for this crash.
+  bool matches(const DumpRecord& r) const;
+};
+
+/// A named rule: when `match` holds, `policy` applies.
+struct Rule {
+  std::string name;
+  Match match;
+  Policy policy;
+};
+
+/// The policy chosen for one crash and the rule that chose it ("" for the defaults).
+struct Decision {
+  Policy policy;
+  std::string rule;
+};
+
+/// Returns the policy of the first rule matching `r`, else `defaults`.
+Decision select_policy(const Policy& defaults, const std::vector<Rule>& rules, const DumpRecord& r);
+
+/// What to ask the kernel for, given the policy and what the handshake found. `reason` is set when
+/// the policy turns a store into something else (e.g. "RLIMIT_CORE is 0").
+protocol::Wants wants_for(const Policy& p, const HandshakeFacts& facts, std::string& reason);
+
+}  // namespace coredumpd
