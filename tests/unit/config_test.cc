@@ -1,0 +1,171 @@
+// Unit tests of configuration parsing and per-crash policy selection.
+#include <gtest/gtest.h>
+
+#include "daemon/config.h"
+#include "daemon/policy.h"
+
+using namespace coredumpd;
+
+namespace {
+
+Config parse(const std::string& text) { return apply_config_json("test.json", text, Config{}); }
+
+std::string error_of(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(Config, DefaultsAreTheDocumentedOnes) {
+  const Config c = parse("{}");
+  EXPECT_EQ(c.socket_path, "/run/coredumpd/coredump.socket");
+  EXPECT_EQ(c.store_dir, "/var/lib/coredumpd");
+  EXPECT_EQ(c.handshake_timeout.count(), 2000);
+  EXPECT_EQ(c.defaults.action, Action::Store);
+  EXPECT_TRUE(c.defaults.honor_rlimit_core);
+  EXPECT_FALSE(c.defaults.capture_environ);
+  EXPECT_TRUE(c.defaults.close_files);
+  EXPECT_EQ(c.close_files_bit, protocol::COREDUMP_CLOSE_FILES_DEFAULT);
+}
+
+TEST(Config, EveryGlobalKeyIsRead) {
+  const Config c = parse(R"({
+    // comments are allowed
+    "socket": "/run/x/s.sock", "store": "/srv/cores", "handshake_timeout_ms": 1500,
+    "stream_idle_timeout_ms": 5000, "listen_backlog": 512, "dump_workers": 3, "collector_threads": 1,
+    "compression": {"level": 5, "threads": 2}, "close_files_bit": 256, "collector_budget_ms": 100,
+    "testing": {"collector_delay_ms": 7}
+  })");
+  EXPECT_EQ(c.socket_path, "/run/x/s.sock");
+  EXPECT_EQ(c.store_dir, "/srv/cores");
+  EXPECT_EQ(c.handshake_timeout.count(), 1500);
+  EXPECT_EQ(c.stream_idle_timeout.count(), 5000);
+  EXPECT_EQ(c.listen_backlog, 512);
+  EXPECT_EQ(c.dump_workers, 3);
+  EXPECT_EQ(c.collector_threads, 1);
+  EXPECT_EQ(c.compression.level, 5);
+  EXPECT_EQ(c.compression.threads, 2);
+  EXPECT_EQ(c.close_files_bit, 256u);
+  EXPECT_EQ(c.collector_budget.count(), 100);
+  EXPECT_EQ(c.test_collector_delay.count(), 7);
+}
+
+TEST(Config, PolicyKeysAndRulesInheritDefaults) {
+  const Config c = parse(R"({
+    "rules": [
+      {"name": "secrets", "match": {"exe": "/usr/bin/vault*"}, "action": "reject"},
+      {"name": "big", "match": {"comm": "java", "uid": 1000}, "max_core_bytes": 1048576, "over_size": "reject",
+       "memory_types": ["anon_private", "elf_headers"], "post_dump": []}
+    ],
+    "defaults": {"capture_environ": true, "compression_level": 7, "sparse": false, "records": false,
+                 "close_files": false, "honor_rlimit_core": false, "action": "metadata-only"}
+  })");
+  EXPECT_EQ(c.defaults.action, Action::MetadataOnly);
+  ASSERT_EQ(c.rules.size(), 2u);
+  EXPECT_EQ(c.rules[0].name, "secrets");
+  EXPECT_EQ(c.rules[0].policy.action, Action::Reject);
+  EXPECT_TRUE(c.rules[0].policy.capture_environ) << "rules start from the defaults, wherever they are written";
+  EXPECT_EQ(c.rules[0].policy.compression_level, 7);
+  const auto& big = c.rules[1];
+  EXPECT_EQ(big.policy.max_core_bytes, 1048576u);
+  EXPECT_FALSE(big.policy.truncate_over_size);
+  EXPECT_EQ(big.policy.memory_types, 0x11u);
+  EXPECT_TRUE(big.policy.post_dump.empty());
+  EXPECT_EQ(big.match.uid, 1000);
+}
+
+TEST(Config, ErrorsNameFileKeyAndReason) {
+  const struct { const char* json; const char* expect; } cases[] = {
+      {R"({"sokcet": "/x"})", "test.json: sokcet: unknown key"},
+      {R"({"socket": "relative"})", "test.json: socket: expected an absolute path"},
+      {R"({"socket": "/tmp/a b"})", "socket: the kernel refuses socket paths with spaces"},
+      {R"({"handshake_timeout_ms": "2s"})", "handshake_timeout_ms: expected an integer, got string"},
+      {R"({"handshake_timeout_ms": 0})", "handshake_timeout_ms: value 0 out of range"},
+      {R"({"compression": {"lvl": 3}})", "compression.lvl: unknown key"},
+      {R"({"close_files_bit": 3})", "close_files_bit: must be a single bit"},
+      {R"({"close_files_bit": 16})", "close_files_bit: collides"},
+      {R"({"defaults": {"action": "keep"}})", "defaults.action: expected \"store\""},
+      {R"({"defaults": {"memory_types": ["anon", 1]}})", "defaults.memory_types: unknown memory type \"anon\""},
+      {R"({"defaults": {"over_size": "drop"}})", "defaults.over_size: expected \"truncate\" or \"reject\""},
+      {R"({"defaults": {"post_dump": ["smaps"]}})", "defaults.post_dump: unknown post-dump collector"},
+      {R"({"rules": [{"match": {}}]})", "rules[0].name: missing"},
+      {R"({"rules": [{"name": "x"}]})", "rules[0].match: missing"},
+      {R"({"rules": [{"name": "x", "match": {"pid": 1}}]})", "rules[0].match.pid: unknown match condition"},
+      {R"({"rules": [{"name": "x", "match": {}, "acton": "reject"}]})", "rules[0].acton: unknown key"},
+      {R"({"testing": {"delay": 1}})", "testing.delay: unknown key"},
+      {R"([1, 2])", "(top level): expected a JSON object"},
+      {R"({"socket": )", "test.json: (syntax)"},
+  };
+  for (const auto& c : cases) {
+    const auto err = error_of(c.json);
+    EXPECT_NE(err.find(c.expect), std::string::npos) << c.json << " -> \"" << err << "\"";
+  }
+}
+
+TEST(Config, MissingFileIsAnError) {
+  EXPECT_THROW(load_config_file("/nonexistent/coredumpd.json", Config{}), ConfigError);
+}
+
+TEST(Policy, FirstMatchingRuleWins) {
+  const Config c = parse(R"({"rules": [
+      {"name": "by-comm", "match": {"comm": "crasher"}, "action": "reject"},
+      {"name": "by-cgroup", "match": {"cgroup": "/system.slice/*"}, "action": "metadata-only"},
+      {"name": "by-uid", "match": {"uid": 1000, "exe": "/usr/*"}, "compression_level": 9}]})");
+  DumpRecord r;
+  r.comm = "crasher";
+  r.cgroup = "0::/system.slice/foo.service";
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r).rule, "by-comm");
+  r.comm = "other";
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r).rule, "by-cgroup");
+  r.cgroup = "12:pids:/user.slice\n0::/user.slice/x";
+  r.uid = 1000;
+  r.exe = "/usr/bin/x";
+  const auto d = select_policy(c.defaults, c.rules, r);
+  EXPECT_EQ(d.rule, "by-uid");
+  EXPECT_EQ(d.policy.compression_level, 9);
+  r.exe = "/opt/x";
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r).rule, "");
+}
+
+TEST(Policy, WantsFollowThePolicyAndRlimit) {
+  Policy p;
+  HandshakeFacts f;
+  std::string why;
+  f.rlimit_core = UINT64_MAX;
+  auto w = wants_for(p, f, why);
+  EXPECT_EQ(w.mode, protocol::Mode::Kernel);
+  EXPECT_TRUE(w.wait);  // smaps_rollup is read post-dump
+  EXPECT_TRUE(w.close_files);
+  EXPECT_TRUE(why.empty());
+
+  p.post_dump.clear();
+  EXPECT_FALSE(wants_for(p, f, why).wait) << "no post-dump collectors: no WAIT";
+
+  f.rlimit_core = 0;
+  w = wants_for(p, f, why);
+  EXPECT_EQ(w.mode, protocol::Mode::Reject);
+  EXPECT_NE(why.find("RLIMIT_CORE is 0"), std::string::npos);
+  p.honor_rlimit_core = false;
+  why.clear();
+  EXPECT_EQ(wants_for(p, f, why).mode, protocol::Mode::Kernel);
+
+  p.action = Action::MetadataOnly;
+  EXPECT_EQ(wants_for(p, f, why).mode, protocol::Mode::Userspace);
+  p.action = Action::Reject;
+  EXPECT_EQ(wants_for(p, f, why).mode, protocol::Mode::Reject);
+
+  p.action = Action::Store;
+  p.max_core_bytes = 1 << 20;
+  p.truncate_over_size = false;
+  f.estimated_core_bytes = 2 << 20;
+  w = wants_for(p, f, why);
+  EXPECT_EQ(w.mode, protocol::Mode::Reject);
+  EXPECT_NE(why.find("over max_core_bytes"), std::string::npos);
+  p.truncate_over_size = true;
+  EXPECT_EQ(wants_for(p, f, why).mode, protocol::Mode::Kernel);
+}
