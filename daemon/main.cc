@@ -10,6 +10,7 @@
 
 #include "daemon/config.h"
 #include "daemon/logging.h"
+#include "daemon/probe.h"
 #include "daemon/server.h"
 
 int main(int argc, char** argv) {
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
 
   coredumpd::Config defaults;
   std::string socket_path, store_dir, config_file, log_level = "info";
-  bool install_pattern = false, allow_unverified = false;
+  bool install_pattern = false, allow_unverified = false, probe = false;
 
   CLI::App app{"coredumpd — coredump server for the Linux core_pattern socket protocol (@@, Linux 6.17+)"};
   app.add_option("--socket", socket_path, "Socket the kernel connects to (default " + defaults.socket_path + ")");
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
                "Write @@SOCKET to /proc/sys/kernel/core_pattern; restore the previous value on exit");
   app.add_flag("--allow-unverified-peers", allow_unverified,
                "Accept peers that are not crashing tasks (fake-kernel tests only; insecure)");
+  app.add_flag("--probe", probe, "Print what the running kernel supports (JSON) and exit");
   app.add_option("--log-level", log_level, "trace, debug, info, warning, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -39,6 +41,11 @@ int main(int argc, char** argv) {
     if (!socket_path.empty()) config.socket_path = socket_path;
     if (!store_dir.empty()) config.store_dir = store_dir;
     config.allow_unverified_peers = allow_unverified;
+
+    if (probe) {
+      std::printf("%s\n", coredumpd::probe_kernel(config.store_dir, config.close_files_bit).dump(2).c_str());
+      return 0;
+    }
 
     coredumpd::ServerOptions options;
     if (!config_file.empty()) options.config_file = config_file;

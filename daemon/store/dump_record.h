@@ -1,9 +1,11 @@
 // One crash as coredumpd records it: identity, metadata, and what became of its core.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -69,10 +71,24 @@ std::string signal_name(int signo);
 
 /// Converts a record to JSON for `dumpctl --json`. Strings that are valid UTF-8 become JSON strings;
 /// any other byte string becomes an array of byte values (0..255), as journalctl does for binary
-/// fields, so that no byte is lost or altered.
+/// fields, so that no byte is lost or altered. Keys are the field names of DumpRecord; `state` is
+/// state_name(); `argv` is an array of such byte strings; optional fields are null when unset; an
+/// extra key `signal_name` holds signal_name(signal) (or null). `extra` is copied as is.
 nlohmann::json to_json(const DumpRecord& r);
 
 /// A byte string as JSON: a string if valid UTF-8, else an array of its byte values.
 nlohmann::json bytes_to_json(const std::string& bytes);
+
+/// The inverse of bytes_to_json(): a JSON string's UTF-8 bytes, or the bytes of an array of
+/// integers 0..255. std::nullopt for any other JSON value (for readers of `dumpctl --json`).
+std::optional<std::string> bytes_from_json(const nlohmann::json& j);
+
+/// Decodes the UTF-8 sequence at the start of `s` (RFC 3629: no overlong forms, no surrogates
+/// U+D800..U+DFFF, nothing above U+10FFFF). Returns its length in bytes (1..4) and stores the code
+/// point in `cp`; returns 0 (cp untouched) if `s` is empty or does not start with a valid sequence.
+std::size_t decode_utf8(std::string_view s, char32_t& cp);
+
+/// True if every byte of `s` belongs to a valid UTF-8 sequence (see decode_utf8()). NUL is valid.
+bool is_valid_utf8(std::string_view s);
 
 }  // namespace coredumpd

@@ -1,0 +1,414 @@
+// Integration tests: a real coredumpd (started with --allow-unverified-peers, since the fake kernel's
+// pidfd never shows PIDFD_COREDUMPED) driven by the fake kernel through every part of the protocol
+// this 6.18 kernel cannot exercise: VER1 requests, CLOSE_FILES, RECORDS/SPARSE, MEMORY_TYPES, error
+// markers, hostile timing.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <memory>
+
+#include "daemon/store/index.h"
+#include "tests/fake_kernel/fake_kernel.h"
+#include "tests/support/test_support.h"
+
+using namespace coredumpd;
+using namespace coredumpd::test;
+namespace fk = coredumpd::fake_kernel;
+namespace cp = coredumpd::protocol;
+
+namespace {
+
+constexpr std::uint64_t kCloseFiles = cp::COREDUMP_CLOSE_FILES_DEFAULT;
+
+class FakeKernelDaemon : public ::testing::Test {
+ protected:
+  // Starts coredumpd with `config` (a JSON object's text) on a fresh store.
+  void start(const std::string& config = "{}") {
+    dir_ = std::make_unique<TempDir>();
+    socket_ = *dir_ / "s";
+    store_ = *dir_ / "store";
+    std::ofstream(*dir_ / "config.json") << config;
+    daemon_ = std::make_unique<Daemon>(COREDUMPD_BIN, socket_, store_, *dir_ / "log",
+                                       std::vector<std::string>{"--allow-unverified-peers", "--config", *dir_ / "config.json"});
+  }
+  void SetUp() override { start(); }
+  void TearDown() override {
+    if (HasFailure() && daemon_) std::fprintf(stderr, "coredumpd log:\n%s\n", daemon_->log().c_str());
+  }
+
+  fk::Options options(std::uint64_t size = 256 * 1024) {
+    fk::Options o;
+    o.socket_path = socket_;
+    o.core = fk::CoreSource::pattern(size, 3, 4096, 7, true);  // every third page data, rest zero
+    o.timeout = std::chrono::milliseconds(15'000);
+    return o;
+  }
+
+  // The single record the daemon wrote for this test, once it has left InProgress.
+  std::optional<DumpRecord> only_record() {
+    std::optional<DumpRecord> found;
+    wait_until(
+        [&] {
+          try {
+            Index index(store_, false);
+            auto all = index.list();
+            if (all.size() == 1 && all[0].state != DumpState::InProgress) found = all[0];
+          } catch (const IndexError&) {
+          }
+          return found.has_value();
+        },
+        15s);
+    return found;
+  }
+
+  std::vector<DumpRecord> records() {
+    try {
+      return Index(store_, false).list();
+    } catch (const IndexError&) {
+      return {};
+    }
+  }
+
+  // The stored core, decompressed by dumpctl.
+  std::optional<std::vector<std::byte>> stored_core(const DumpRecord& r) {
+    const std::string out = *dir_ / ("core-" + r.id);
+    const auto [st, text] = run_capture({DUMPCTL_BIN, "--store", store_, "dump", r.id, "-o", out});
+    if (st.exit_code() != 0) return std::nullopt;
+    const auto bytes = read_file(out);
+    if (!bytes) return std::nullopt;
+    const auto* p = reinterpret_cast<const std::byte*>(bytes->data());
+    return std::vector<std::byte>(p, p + bytes->size());
+  }
+
+  static std::vector<std::byte> plain(const fk::CoreSource& core) {
+    std::string error;
+    return core.materialize(error).value();
+  }
+
+  std::unique_ptr<TempDir> dir_;
+  std::string socket_, store_;
+  std::unique_ptr<Daemon> daemon_;
+};
+
+TEST_F(FakeKernelDaemon, Ver0KernelWaitStoresTheExactCore) {
+  auto o = options();
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(res.ack);
+  EXPECT_EQ(res.ack->mask, cp::COREDUMP_KERNEL | cp::COREDUMP_WAIT);
+  EXPECT_EQ(res.ack->size, 16u);
+  EXPECT_TRUE(res.waited);
+  EXPECT_EQ(res.wait_end, fk::WaitEnd::Eof);
+  EXPECT_FALSE(res.server_sent_data) << "the daemon must never send bytes after the ack";
+
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+  EXPECT_EQ(r->core_size, o.core.size());
+  EXPECT_EQ(r->pid, ::getpid());
+  EXPECT_EQ(r->extra["negotiation"]["close_files"], "not offered");
+  EXPECT_EQ(r->extra["negotiation"]["wait"], "granted");
+  EXPECT_TRUE(r->extra.value("unverified_peer", false));
+  EXPECT_EQ(stored_core(*r), plain(o.core));
+}
+
+TEST_F(FakeKernelDaemon, LongerRequestOfANewerKernelIsReadAndItsTailDiscarded) {
+  auto o = options();
+  o.request_size = 48;
+  o.size_ack = 40;
+  o.mask = fk::MASK_NEXT;
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_EQ(res.ack->size, 24u);  // min(sizeof our ack, size_ack)
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->extra["request"]["size"], 48);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+}
+
+TEST_F(FakeKernelDaemon, RequestBelow16IsRefusedAndNothingStored) {
+  auto o = options();
+  o.size_field = 8;
+  const auto res = fk::run(o);
+  EXPECT_EQ(res.outcome, fk::Outcome::HungUpBeforeAck);
+  EXPECT_TRUE(wait_until([&] { return daemon_->log().find("below the minimum") != std::string::npos; }, 5s));
+  EXPECT_TRUE(records().empty());
+}
+
+TEST_F(FakeKernelDaemon, SilentPeerIsDroppedAtTheHandshakeDeadline) {
+  auto o = options();
+  o.stalls.push_back({fk::Point::Connected, std::chrono::seconds(6)});
+  const auto res = fk::run(o);
+  EXPECT_FALSE(res.marker_sent);
+  EXPECT_TRUE(wait_until([&] { return daemon_->log().find("no complete coredump_req within") != std::string::npos; }, 5s));
+  EXPECT_TRUE(records().empty());
+}
+
+// CLOSE_FILES offered: requested; the "kernel" closes the task's descriptors after the ack (here:
+// the lock file of this test process, which is the peer), and the record still lists the fd and
+// its lock, captured before the ack.
+TEST_F(FakeKernelDaemon, CloseFilesIsRequestedAndFdsAreCapturedBeforeTheAck) {
+  const std::string lock_path = *dir_ / "held.lock";
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(lock_fd, 0);
+  struct flock fl{};
+  fl.l_type = F_WRLCK;
+  ASSERT_EQ(::fcntl(lock_fd, F_SETLK, &fl), 0);
+
+  auto o = options();
+  o.request_size = 32;
+  o.size_ack = 24;
+  o.mask = cp::COREDUMP_MASK_VER0 | kCloseFiles;
+  bool closed_before_stream = false;
+  o.close_files = [&] {
+    ::close(lock_fd);  // the RFC kernel switches the task to an empty fd table here
+    lock_fd = -1;
+  };
+  o.hook = [&](fk::Point p, int) {
+    if (p == fk::Point::StreamDone) closed_before_stream = lock_fd == -1;
+  };
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_TRUE(res.close_files_acked);
+  EXPECT_TRUE(res.ack->mask & kCloseFiles);
+  EXPECT_TRUE(res.close_files_called);
+  EXPECT_TRUE(closed_before_stream);
+  ASSERT_TRUE(res.timeline.files_closed && res.timeline.first_stream_byte);
+  EXPECT_LE(*res.timeline.files_closed, *res.timeline.first_stream_byte);
+
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->extra["negotiation"]["close_files"], "granted");
+  bool listed = false;
+  for (const auto& fd : r->extra["proc"]["fds"]) {
+    if (fd.value("target", std::string()) != lock_path) continue;
+    listed = true;
+    ASSERT_TRUE(fd.contains("locks")) << fd.dump();
+    EXPECT_NE(fd["locks"][0].get<std::string>().find("POSIX  ADVISORY  WRITE"), std::string::npos);
+  }
+  EXPECT_TRUE(listed) << "the lock file was not captured: " << r->extra["proc"]["fds"].dump();
+  bool in_proc_locks = false;
+  for (const auto& l : r->extra["proc"]["locks"]) in_proc_locks |= l.get<std::string>().find(std::to_string(::getpid())) != std::string::npos;
+  EXPECT_TRUE(in_proc_locks);
+}
+
+TEST_F(FakeKernelDaemon, CloseFilesNotOfferedIsNeverSent) {
+  auto o = options();
+  o.mask = fk::MASK_NEXT;  // everything but CLOSE_FILES
+  o.request_size = 32;
+  o.size_ack = 24;
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_FALSE(res.ack->mask & kCloseFiles);
+  EXPECT_FALSE(res.close_files_called);
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->extra["negotiation"]["close_files"], "not offered");
+}
+
+TEST_F(FakeKernelDaemon, CloseFilesDeclinedByPolicy) {
+  start(R"({"defaults": {"close_files": false}})");
+  auto o = options();
+  o.mask = cp::COREDUMP_MASK_VER0 | kCloseFiles;
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_FALSE(res.ack->mask & kCloseFiles);
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->extra["negotiation"]["close_files"], "declined by policy");
+}
+
+TEST_F(FakeKernelDaemon, ConfiguredCloseFilesBitIsUsed) {
+  start(R"({"close_files_bit": 4096})");
+  auto o = options();
+  o.mask = cp::COREDUMP_MASK_VER0 | 4096;
+  o.close_files_bit = 4096;
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_TRUE(res.close_files_acked);
+}
+
+TEST_F(FakeKernelDaemon, RejectByPolicyStoresNothingAndReadsNoBytes) {
+  start(R"({"rules": [{"name": "no-tests", "match": {"comm": ")" + read_file("/proc/self/comm").value().substr(0, read_file("/proc/self/comm")->size() - 1) + R"("}, "action": "reject"}]})");
+  auto o = options();
+  o.mask = cp::COREDUMP_MASK_VER0 | kCloseFiles;
+  const auto res = fk::run(o);
+  EXPECT_EQ(res.outcome, fk::Outcome::Rejected) << res.error;
+  EXPECT_EQ(res.ack->mask, cp::COREDUMP_REJECT) << "REJECT carries neither WAIT nor CLOSE_FILES";
+  EXPECT_EQ(res.bytes_streamed, 0u);
+  EXPECT_FALSE(res.wcoredump);
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Rejected);
+  EXPECT_EQ(r->extra["rule"], "no-tests");
+  EXPECT_TRUE(r->path.empty());
+}
+
+TEST_F(FakeKernelDaemon, MetadataOnlyUsesUserspaceMode) {
+  start(R"({"defaults": {"action": "metadata-only"}})");
+  const auto res = fk::run(options());
+  EXPECT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_EQ(*res.mode, cp::Mode::Userspace);
+  EXPECT_EQ(res.bytes_streamed, 0u);
+  EXPECT_TRUE(res.wcoredump);
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::MetadataOnly);
+  EXPECT_TRUE(r->path.empty());
+  EXPECT_FALSE(r->exe.empty()) << "metadata was collected";
+}
+
+TEST_F(FakeKernelDaemon, SparseRecordsReassembleToThePlainCore) {
+  auto o = options(4 << 20);
+  o.mask = fk::MASK_NEXT;
+  o.request_size = 32;
+  o.size_ack = 24;
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_TRUE(res.records_acked);
+  EXPECT_TRUE(res.sparse_acked);
+  EXPECT_LT(res.bytes_streamed, o.core.size()) << "zero pages were sent as ZERO records";
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+  EXPECT_EQ(r->core_size, o.core.size());
+  EXPECT_GT(r->extra.value("records", 0), 1);
+  EXPECT_EQ(stored_core(*r), plain(o.core));
+}
+
+TEST_F(FakeKernelDaemon, RecordsWithoutSparse) {
+  auto o = options(1 << 20);
+  o.mask = cp::COREDUMP_MASK_VER0 | cp::COREDUMP_RECORDS;
+  o.request_size = 32;
+  o.size_ack = 24;
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_TRUE(res.records_acked);
+  EXPECT_FALSE(res.sparse_acked);
+  EXPECT_GT(res.bytes_streamed, o.core.size());
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->extra["negotiation"]["sparse"], "not offered");
+  EXPECT_EQ(stored_core(*r), plain(o.core));
+}
+
+TEST_F(FakeKernelDaemon, RecordsStreamCutWithoutEndIsTruncated) {
+  auto o = options(2 << 20);
+  o.mask = fk::MASK_NEXT;
+  o.request_size = 32;
+  o.size_ack = 24;
+  o.kill_after_bytes = 100'000;
+  const auto res = fk::run(o);
+  EXPECT_EQ(res.outcome, fk::Outcome::Killed);
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Truncated);
+  EXPECT_NE(r->reason.find("without an END"), std::string::npos) << r->reason;
+}
+
+TEST_F(FakeKernelDaemon, MalformedRecordsFailWithAReasonAndNoFile) {
+  const struct { fk::RecordFault fault; const char* expect; } cases[] = {
+      {{fk::RecordFault::Kind::OffsetGap, 2, 4096}, "gap or overlap"},
+      {{fk::RecordFault::Kind::Type, 1, 9}, "unknown record type 9"},
+      {{fk::RecordFault::Kind::Flags, 0, 1}, "non-zero flags"},
+      {{fk::RecordFault::Kind::HeaderSize, 0, 8}, "< 32"},
+  };
+  for (const auto& c : cases) {
+    start();
+    auto o = options(1 << 20);
+    o.mask = fk::MASK_NEXT;
+    o.request_size = 32;
+    o.size_ack = 24;
+    o.records.faults.push_back(c.fault);
+    fk::run(o);
+    const auto r = only_record();
+    ASSERT_TRUE(r) << c.expect;
+    EXPECT_EQ(r->state, DumpState::Failed) << c.expect;
+    EXPECT_NE(r->reason.find(c.expect), std::string::npos) << r->reason;
+    EXPECT_TRUE(r->path.empty());
+    // No core file is left in the store.
+    const auto [st, ls] = run_capture({"/bin/ls", "-A", store_});
+    EXPECT_EQ(ls.find(".zst"), std::string::npos) << ls;
+  }
+}
+
+TEST_F(FakeKernelDaemon, MemoryTypesSentOnlyWhenTheAckHasRoom) {
+  start(R"({"defaults": {"memory_types": ["anon_private", "elf_headers", "dax_shared"]}})");
+  auto o = options();
+  o.mask = fk::MASK_NEXT;
+  o.request_size = 32;
+  o.size_ack = 24;
+  o.memory_types_mask = 0x3F;  // this kernel knows no DAX types
+  auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_TRUE(res.memory_types_acked);
+  EXPECT_EQ(res.ack->memory_types, 0x11u) << "restricted to the kernel's memory_types_mask";
+  EXPECT_EQ(res.effective_memory_types, 0x11u);
+
+  start(R"({"defaults": {"memory_types": 17}})");
+  o = options();
+  o.mask = fk::MASK_NEXT;
+  o.request_size = 32;
+  o.size_ack = 16;  // no room for the memory_types field
+  res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_FALSE(res.memory_types_acked);
+  EXPECT_EQ(res.ack->size, 16u);
+  EXPECT_EQ(res.effective_memory_types, fk::DEFAULT_COREDUMP_FILTER);
+}
+
+// The kernel may answer any marker; each refusal is logged with its reason and nothing is stored
+// as complete.
+TEST_F(FakeKernelDaemon, EveryRefusalMarkerIsRecordedAsFailed) {
+  for (std::uint32_t marker : {1u, 2u, 3u, 4u, 9u}) {
+    start();
+    auto o = options();
+    o.force_marker = marker;
+    const auto res = fk::run(o);
+    EXPECT_EQ(res.outcome, fk::Outcome::Refused) << marker;
+    const auto r = only_record();
+    ASSERT_TRUE(r) << marker;
+    EXPECT_EQ(r->state, DumpState::Failed);
+    const char* names[] = {"", "MINSIZE", "MAXSIZE", "UNSUPPORTED", "CONFLICTING"};
+    EXPECT_NE(r->reason.find(marker < 5 ? names[marker] : "UNKNOWN"), std::string::npos) << r->reason;
+    EXPECT_TRUE(r->path.empty());
+  }
+}
+
+// A collector that blocks must not keep the task frozen past the handshake deadline.
+TEST_F(FakeKernelDaemon, HandshakeDeadlineHoldsWhenACollectorBlocks) {
+  start(R"({"handshake_timeout_ms": 2000, "testing": {"collector_delay_ms": 5000}})");
+  const auto res = fk::run(options());
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(res.timeline.request_sent && res.timeline.ack_read);
+  const auto frozen_us = *res.timeline.ack_read - *res.timeline.request_sent;
+  EXPECT_LT(frozen_us, 2'500'000) << "the ack came after " << frozen_us << " us";
+  EXPECT_GT(frozen_us, 1'000'000) << "the delay collector did run";
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete);
+  EXPECT_TRUE(r->extra["collect_errors"].contains("collect")) << r->extra["collect_errors"].dump();
+}
+
+TEST_F(FakeKernelDaemon, ConcurrentCrashesAreAllStored) {
+  std::vector<std::thread> threads;
+  std::atomic<int> dumped{0};
+  for (int i = 0; i < 12; ++i)
+    threads.emplace_back([&] {
+      if (fk::run(options(512 * 1024)).outcome == fk::Outcome::Dumped) ++dumped;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(dumped, 12);
+  EXPECT_TRUE(wait_until(
+      [&] {
+        const auto all = records();
+        return all.size() == 12 && std::all_of(all.begin(), all.end(), [](const DumpRecord& r) { return r.state == DumpState::Complete; });
+      },
+      20s));
+}
+
+}  // namespace
