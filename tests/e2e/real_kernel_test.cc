@@ -2,6 +2,8 @@
 // (under the global lock), real programs crash, and we check what was stored.
 #include <gelf.h>
 #include <libelf.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -68,15 +70,28 @@ CoreCheck inspect_core(const std::string& path) {
 
 class RealKernel : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { start_daemon(); }
+
+  // Starts coredumpd (with `config` JSON, if any) and points core_pattern at it.
+  void start_daemon(const std::string& config = "") {
     if (auto why = real_kernel_unavailable()) {
       std::fprintf(stderr, "SKIPPED real-kernel test: %s\n", why->c_str());
       GTEST_SKIP() << *why;
     }
+    pattern_.reset();
+    daemon_.reset();
     dir_ = std::make_unique<TempDir>();
     socket_ = *dir_ / "coredump.socket";
     store_ = *dir_ / "store";
-    daemon_ = std::make_unique<Daemon>(COREDUMPD_BIN, socket_, store_, *dir_ / "coredumpd.log");
+    std::vector<std::string> args;
+    if (!config.empty()) {
+      const std::string path = *dir_ / "config.json";
+      FILE* f = std::fopen(path.c_str(), "w");
+      std::fputs(config.c_str(), f);
+      std::fclose(f);
+      args = {"--config", path};
+    }
+    daemon_ = std::make_unique<Daemon>(COREDUMPD_BIN, socket_, store_, *dir_ / "coredumpd.log", args);
     pattern_ = std::make_unique<CorePatternLock>("@@" + socket_);
   }
 
@@ -119,6 +134,7 @@ class RealKernel : public ::testing::Test {
   std::string socket_, store_;
   std::unique_ptr<Daemon> daemon_;
   std::unique_ptr<CorePatternLock> pattern_;
+  ScopedCoreLimit core_limit_{RLIM_INFINITY};  // we honour RLIMIT_CORE; Debian defaults to 0
 };
 
 TEST_F(RealKernel, SegfaultIsStoredWithMetadataAndExactCore) {
@@ -213,6 +229,105 @@ TEST_F(RealKernel, ImpostorPeerIsRefusedAndNothingStored) {
       << daemon_->log();
   Index index(store_, false);
   EXPECT_TRUE(index.list().empty());
+}
+
+// 6.18 offers exactly the four base bits in a 16-byte request, and we ack nothing newer.
+TEST_F(RealKernel, KernelOffersMask0xFAndGetsKernelWait) {
+  pid_t pid = 0;
+  const auto st = crash({"--mode", "segv"}, &pid);
+  ASSERT_TRUE(st.exited);
+  const auto rec = stored_dump_of(pid);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->extra["request"]["mask"], 0xF);
+  EXPECT_EQ(rec->extra["request"]["size"], 16);
+  EXPECT_EQ(rec->extra["request"]["size_ack"], 16);
+  EXPECT_EQ(rec->extra["negotiation"]["acked"], 0x9) << "KERNEL|WAIT";
+  EXPECT_EQ(rec->extra["negotiation"]["close_files"], "not offered");
+  EXPECT_EQ(rec->extra["negotiation"]["records"], "not offered");
+  EXPECT_TRUE(rec->extra["proc"].contains("smaps_rollup")) << "post-dump collector ran while WAIT parked the task";
+}
+
+// Without CLOSE_FILES (6.18 cannot offer it) a crashed process keeps its POSIX lock until the
+// whole core has streamed and the task exits. The test measures and prints how long; the
+// benchmark compares it with the fake kernel's CLOSE_FILES behaviour.
+TEST_F(RealKernel, LockHeldByCrasherIsReleasedOnlyAfterTheDump) {
+  const std::string lock_path = *dir_ / "held.lock";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t pid = spawn({CRASHER_BIN, "--mode", "segv", "--touch-mib", "256", "--lock-file", lock_path,
+                           "--ready-fd", std::to_string(ready[1])});
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1) << "crasher never got ready";
+  ::close(ready[0]);
+  const auto crashed = std::chrono::steady_clock::now();
+
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  struct flock fl{};
+  fl.l_type = F_WRLCK;
+  bool held_at_crash = ::fcntl(fd, F_SETLK, &fl) < 0;
+  std::chrono::steady_clock::time_point released{};
+  const bool got = wait_until(
+      [&] {
+        fl.l_type = F_WRLCK;
+        if (::fcntl(fd, F_SETLK, &fl) == 0) {
+          released = std::chrono::steady_clock::now();
+          return true;
+        }
+        return false;
+      },
+      60s);
+  ::close(fd);
+  const auto st = wait_for(pid, 60s);
+  ASSERT_TRUE(st.exited);
+  EXPECT_TRUE(held_at_crash) << "the crasher held the lock when it crashed";
+  ASSERT_TRUE(got) << "the lock was never released";
+  const auto rec = stored_dump_of(pid);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  EXPECT_GT(rec->core_size, 256u << 20);
+  const auto held_ms = std::chrono::duration_cast<std::chrono::milliseconds>(released - crashed).count();
+  std::printf("lock held %lld ms after the crash (core %llu bytes, stream %lld us, released %lld us after ack)\n",
+              static_cast<long long>(held_ms), static_cast<unsigned long long>(rec->core_size),
+              static_cast<long long>(rec->extra.value("stream_us", 0)), static_cast<long long>(rec->extra.value("released_us", 0)));
+  // Without CLOSE_FILES the lock can only go when the task exits, after the stream: never sooner.
+  EXPECT_GE(held_ms * 1000 + 50'000, rec->extra.value("stream_us", 0)) << "lock released before the core had streamed";
+}
+
+TEST_F(RealKernel, RlimitCoreZeroIsHonoured) {
+  ScopedCoreLimit zero(0);
+  pid_t pid = 0;
+  const auto st = crash({"--mode", "segv"}, &pid);
+  ASSERT_TRUE(st.exited);
+  EXPECT_EQ(st.term_signal(), SIGSEGV);
+  EXPECT_FALSE(st.core_dumped()) << "REJECT: the kernel reports no core";
+  const auto rec = stored_dump_of(pid);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->state, DumpState::Rejected);
+  EXPECT_NE(rec->reason.find("RLIMIT_CORE is 0"), std::string::npos) << rec->reason;
+  EXPECT_TRUE(rec->path.empty());
+  EXPECT_TRUE(wait_until([&] { return daemon_->log().find("RLIMIT_CORE is 0") != std::string::npos; }, 5s));
+}
+
+// A collector that blocks for 5 s: the ack still goes out at the 2 s handshake deadline, the dump
+// is stored, and the record says which metadata was given up.
+TEST_F(RealKernel, HandshakeDeadlineHoldsWhenACollectorBlocks) {
+  start_daemon(R"({"handshake_timeout_ms": 2000, "testing": {"collector_delay_ms": 5000}})");
+  pid_t pid = 0;
+  const auto began = std::chrono::steady_clock::now();
+  const auto st = crash({"--mode", "segv"}, &pid);
+  const auto took = std::chrono::steady_clock::now() - began;
+  ASSERT_TRUE(st.exited);
+  EXPECT_TRUE(st.core_dumped());
+  const auto rec = stored_dump_of(pid);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  const auto handshake_us = rec->extra.value("handshake_us", std::int64_t{0});
+  EXPECT_GE(handshake_us, 1'500'000) << "the blocking collector did run";
+  EXPECT_LT(handshake_us, 2'500'000) << "the task stayed frozen past the 2 s deadline";
+  EXPECT_LT(took, 5s) << "the crasher waited for the blocked collector";
+  EXPECT_TRUE(rec->extra["collect_errors"].contains("collect"));
 }
 
 // core_pattern is put back even when the process holding the lock dies from a signal.

@@ -92,6 +92,7 @@ class FakeKernelDaemon : public ::testing::Test {
   std::unique_ptr<TempDir> dir_;
   std::string socket_, store_;
   std::unique_ptr<Daemon> daemon_;
+  ScopedCoreLimit core_limit_{~0ULL};  // the peer is this process: its RLIMIT_CORE is policy input
 };
 
 TEST_F(FakeKernelDaemon, Ver0KernelWaitStoresTheExactCore) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -226,6 +227,21 @@ CorePatternLock::~CorePatternLock() {
   }
   for (int s : kRestoreSignals) ::sigaction(s, &g_old_actions[s], nullptr);
   ::close(lock_fd_);
+}
+
+ScopedCoreLimit::ScopedCoreLimit(unsigned long long soft) {
+  rlimit r{};
+  ::getrlimit(RLIMIT_CORE, &r);
+  saved_cur_ = r.rlim_cur;
+  saved_max_ = r.rlim_max;
+  r.rlim_cur = soft;
+  if (r.rlim_max != RLIM_INFINITY && soft > r.rlim_max) r.rlim_max = soft;
+  ::setrlimit(RLIMIT_CORE, &r);
+}
+
+ScopedCoreLimit::~ScopedCoreLimit() {
+  rlimit r{saved_cur_, saved_max_};
+  ::setrlimit(RLIMIT_CORE, &r);
 }
 
 std::optional<std::string> real_kernel_unavailable() {

@@ -97,6 +97,20 @@ class CorePatternLock {
   std::string previous_;
 };
 
+/// Sets the soft RLIMIT_CORE of this process (and so of the processes it starts) while in scope.
+/// coredumpd honours the limit by default, like systemd-coredump, and Debian's default soft limit
+/// is 0; a fake-kernel peer is the test process itself, so its limit counts too.
+class ScopedCoreLimit {
+ public:
+  explicit ScopedCoreLimit(unsigned long long soft);
+  ~ScopedCoreLimit();
+  ScopedCoreLimit(const ScopedCoreLimit&) = delete;
+  ScopedCoreLimit& operator=(const ScopedCoreLimit&) = delete;
+
+ private:
+  unsigned long long saved_cur_ = 0, saved_max_ = 0;
+};
+
 /// Why the real-kernel tests cannot run here, or std::nullopt if they can: they need root and a
 /// kernel with the "@@" socket protocol (Linux 6.17+, "socket" in /proc/sys/kernel/core_modes).
 std::optional<std::string> real_kernel_unavailable();

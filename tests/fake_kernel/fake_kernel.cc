@@ -1,0 +1,455 @@
+#include "tests/fake_kernel/fake_kernel.h"
+
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <span>
+
+#include "protocol/request.h"
+#include "tests/fake_kernel/deadline_io.h"
+#include "tests/fake_kernel/scoped_fd.h"
+
+namespace coredumpd::fake_kernel {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace proto = coredumpd::protocol;
+
+constexpr std::array<std::pair<Point, std::string_view>, 8> kPointNames{{
+    {Point::Connected, "connected"},
+    {Point::RequestSent, "request-sent"},
+    {Point::AckRead, "ack-read"},
+    {Point::MarkerSent, "marker-sent"},
+    {Point::StreamOffset, "stream-offset"},
+    {Point::StreamDone, "stream-done"},
+    {Point::ShutdownSent, "shutdown-sent"},
+    {Point::BeforeClose, "before-close"},
+}};
+
+// The ack is read in pieces of this size, so a hostile size field costs memory only as bytes arrive.
+constexpr std::size_t kAckReadPiece = 64 * 1024;
+
+std::span<const std::byte> as_bytes_of(const std::uint32_t& v) {
+  return {reinterpret_cast<const std::byte*>(&v), sizeof(v)};
+}
+
+std::string errno_text(int err) { return std::string(std::strerror(err)); }
+
+// One crash, as an explicit sequence of steps. Each step returns false when the session is over
+// (its outcome set); run() then closes the socket.
+class Session {
+ public:
+  explicit Session(const Options& options) : o_(options), deadline_(options.timeout) {}
+
+  Result run() {
+    if (connect_socket()) {
+      at(Point::Connected);
+      if (o_.plain_mode) {
+        plain_mode();
+      } else if (send_request() && read_ack() && send_marker()) {
+        act_on_ack();
+      }
+      close_socket();
+    }
+    return std::move(r_);
+  }
+
+ private:
+  // ---- Steps ----
+
+  bool connect_socket() {
+    ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) return fail_connect(errno);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (o_.socket_path.empty() || o_.socket_path.size() >= sizeof(addr.sun_path))
+      return fail_connect(ENAMETOOLONG);
+    std::memcpy(addr.sun_path, o_.socket_path.data(), o_.socket_path.size());
+    // Non-blocking like the kernel: a full backlog is EAGAIN, not a wait (spec §1.5).
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+      if (errno != EINPROGRESS) return fail_connect(errno);
+      // Not seen for AF_UNIX, but harmless: wait for the outcome within the deadline.
+      pollfd pfd{fd.get(), POLLOUT, 0};
+      if (::poll(&pfd, 1, deadline_.poll_timeout_ms()) <= 0) return fail_connect(ETIMEDOUT);
+      int err = 0;
+      socklen_t len = sizeof(err);
+      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+      if (err != 0) return fail_connect(err);
+    }
+    fd_ = std::move(fd);
+    r_.connected = true;
+    stamp(r_.timeline.connected);
+    return true;
+  }
+
+  bool send_request() {
+    kreq_ = proto::coredump_req{o_.request_size, o_.size_ack, o_.mask, o_.memory_types,
+                                o_.memory_types_mask};
+    proto::coredump_req wire = kreq_;
+    wire.size = o_.size_field.value_or(o_.request_size);
+    r_.request.assign(o_.request_size, std::byte{0});
+    std::memcpy(r_.request.data(), &wire, std::min<std::size_t>(o_.request_size, sizeof(wire)));
+
+    std::span<const std::byte> bytes(r_.request);
+    if (o_.request_split_at && *o_.request_split_at < bytes.size()) {
+      const auto first = bytes.first(*o_.request_split_at);
+      if (!send_request_part(first)) return false;
+      if (!sleep_within(o_.request_split_delay, deadline_)) r_.timed_out = true;
+      bytes = bytes.subspan(first.size());
+    }
+    if (!send_request_part(bytes)) return false;
+    r_.request_sent = true;
+    stamp(r_.timeline.request_sent);
+    at(Point::RequestSent);
+    return true;
+  }
+
+  bool send_request_part(std::span<const std::byte> bytes) {
+    const IoResult io = send_all(fd_.get(), bytes, deadline_);
+    if (io.status == IoStatus::Ok) return true;
+    if (io.status == IoStatus::Timeout) return timeout("while sending the request");
+    return finish(Outcome::RequestFailed, "sending the request failed: " + errno_text(io.error));
+  }
+
+  // Spec §2.5 rules 1–3, then the verdict. Leaves verdict set when a marker must be sent.
+  bool read_ack() {
+    std::array<std::byte, 4> first4{};
+    const IoResult peek = peek_exact(fd_.get(), first4, deadline_);
+    if (peek.status == IoStatus::Timeout) return timeout("while waiting for the ack");
+    if (peek.status != IoStatus::Ok) {
+      r_.ack_raw.assign(first4.begin(), first4.begin() + static_cast<std::ptrdiff_t>(peek.done));
+      return hung_up_before_ack(peek, "before the ack's size field");
+    }
+    const std::uint32_t size = proto::peek_size_field(first4);
+    r_.ack_size_field = size;
+
+    // Rule 2: decided on the peeked field alone; the ack stays unread (server then sees ECONNRESET).
+    if (const auto verdict = proto::kernel_size_verdict(kreq_, size)) {
+      r_.ack_raw.assign(first4.begin(), first4.end());
+      r_.verdict = verdict;
+      stamp(r_.timeline.ack_read);
+      at(Point::AckRead);
+      return true;
+    }
+
+    // Rule 3: read exactly `size` bytes.
+    while (r_.ack_raw.size() < size) {
+      const std::size_t at_ = r_.ack_raw.size();
+      r_.ack_raw.resize(at_ + std::min<std::size_t>(kAckReadPiece, size - at_));
+      const IoResult io = recv_exact(fd_.get(), std::span(r_.ack_raw).subspan(at_), deadline_);
+      r_.ack_raw.resize(at_ + io.done);
+      if (io.status == IoStatus::Timeout) return timeout("while reading the ack");
+      if (io.status != IoStatus::Ok) return hung_up_before_ack(io, "in the middle of the ack");
+    }
+    r_.ack_consumed = true;
+    proto::coredump_ack ack{};
+    std::memcpy(&ack, r_.ack_raw.data(), std::min(r_.ack_raw.size(), sizeof(ack)));
+    r_.ack = ack;
+    // Rules 4–7 and the RFC additions: the shared implementation, not a copy.
+    r_.verdict = proto::kernel_ack_verdict(kreq_, r_.ack_raw, o_.close_files_bit);
+    stamp(r_.timeline.ack_read);
+    at(Point::AckRead);
+    return true;
+  }
+
+  bool send_marker() {
+    if (o_.force_marker) r_.verdict = static_cast<proto::Marker>(*o_.force_marker);
+    const auto value = static_cast<std::uint32_t>(*r_.verdict);
+    const IoResult io = send_all(fd_.get(), as_bytes_of(value), deadline_);
+    if (io.status == IoStatus::Timeout) return timeout("while sending the marker");
+    if (io.status != IoStatus::Ok) {
+      // The kernel's coredump_sock_mark() fails the dump when the marker cannot be written.
+      return finish(Outcome::MarkerFailed, "sending the marker failed: " + errno_text(io.error));
+    }
+    r_.marker_sent = true;
+    r_.marker = value;
+    stamp(r_.timeline.marker_sent);
+    at(Point::MarkerSent);
+    if (*r_.verdict != proto::Marker::REQACK) {
+      return finish(Outcome::Refused, "kernel refused the ack with marker " + std::to_string(value));
+    }
+    return true;
+  }
+
+  // Spec §2.7/§2.8 after REQACK: REJECT → close; otherwise close files, stream (KERNEL), half-close,
+  // WAIT.
+  void act_on_ack() {
+    const proto::coredump_ack& ack = *r_.ack;
+    const std::uint64_t m = ack.mask;
+    const proto::Mode mode = (m & proto::COREDUMP_KERNEL)      ? proto::Mode::Kernel
+                             : (m & proto::COREDUMP_USERSPACE) ? proto::Mode::Userspace
+                                                               : proto::Mode::Reject;
+    r_.mode = mode;
+    r_.wait_acked = (m & proto::COREDUMP_WAIT) && mode != proto::Mode::Reject;
+    r_.records_acked = (m & proto::COREDUMP_RECORDS) != 0;
+    r_.sparse_acked = (m & proto::COREDUMP_SPARSE) != 0;
+    r_.memory_types_acked = (m & proto::COREDUMP_MEMORY_TYPES) != 0;
+    r_.close_files_acked = o_.close_files_bit != 0 && (m & o_.close_files_bit) != 0;
+    r_.effective_memory_types = r_.memory_types_acked ? ack.memory_types : o_.memory_types;
+
+    if (mode == proto::Mode::Reject) {
+      finish(Outcome::Rejected, "");
+      return;
+    }
+    r_.wcoredump = true;
+    close_files();
+    if (mode == proto::Mode::Kernel) {
+      const CoreSource core = o_.select_core ? o_.select_core(ack) : o_.core;
+      if (!stream_core(core)) return;
+    }
+    stamp(r_.timeline.stream_done);
+    at(Point::StreamDone);
+    finish_dump();
+  }
+
+  // Plain "@" mode (spec §2.9): the core right after connect, then EOF, WAIT iff configured.
+  void plain_mode() {
+    r_.mode = proto::Mode::Kernel;
+    r_.wait_acked = o_.plain_wait;
+    r_.wcoredump = true;
+    r_.effective_memory_types = o_.memory_types;
+    if (!stream_core(o_.core)) return;
+    stamp(r_.timeline.stream_done);
+    at(Point::StreamDone);
+    finish_dump();
+  }
+
+  // shutdown(SHUT_WR), then the WAIT read if acked. Used after a complete or aborted stream.
+  void finish_dump() {
+    if (::shutdown(fd_.get(), SHUT_WR) == 0) {
+      r_.shutdown_sent = true;
+      stamp(r_.timeline.shutdown_sent);
+    }
+    at(Point::ShutdownSent);
+    if (r_.wait_acked) wait_for_release();
+    if (r_.outcome != Outcome::StreamAborted) finish(Outcome::Dumped, "");
+  }
+
+  void close_files() {
+    if (!r_.close_files_acked) return;
+    if (o_.close_files) o_.close_files();
+    r_.close_files_called = true;
+    stamp(r_.timeline.files_closed);
+  }
+
+  // Returns false if the session is over (killed, timed out, local error); a server hangup mid-stream
+  // returns true with outcome StreamAborted, because the kernel still half-closes and waits.
+  bool stream_core(const CoreSource& core) {
+    if (r_.records_acked) return stream_records(core);
+    std::vector<std::byte> chunk;
+    const std::size_t piece = std::max<std::size_t>(o_.chunk_size, 1);
+    for (std::uint64_t off = 0; off < core.size(); off += chunk.size()) {
+      chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(piece, core.size() - off)));
+      std::string error;
+      if (!core.read(off, chunk, error)) return finish_killed(Outcome::Error, error);
+      if (!stream_out(chunk)) return stream_failed();
+      r_.core_bytes = r_.bytes_streamed;
+    }
+    r_.stream_complete = true;
+    return true;
+  }
+
+  bool stream_records(const CoreSource& core) {
+    RecordsOptions ropts = o_.records;
+    ropts.sparse = r_.sparse_acked;  // ZERO records exist only if SPARSE was acked (spec §3.2)
+    RecordsWriter writer(core, std::move(ropts));
+    std::vector<std::byte> record;
+    std::string error;
+    while (writer.next(record, error)) {
+      if (!stream_out(record)) return stream_failed();
+      r_.records_sent = writer.records();
+      r_.core_bytes = writer.core_position();
+    }
+    if (!error.empty()) return finish_killed(Outcome::Error, error);
+    r_.stream_complete = true;
+    return true;
+  }
+
+  // Sends stream bytes, honouring kill_after_bytes and the StreamOffset hook. False on failure;
+  // stream_io_ / r_.killed say why.
+  bool stream_out(std::span<const std::byte> data) {
+    while (!data.empty()) {
+      if (o_.hook_stream_offset && !offset_hook_fired_ && r_.bytes_streamed >= *o_.hook_stream_offset) {
+        offset_hook_fired_ = true;
+        at(Point::StreamOffset);
+      }
+      if (o_.kill_after_bytes && r_.bytes_streamed >= *o_.kill_after_bytes) {
+        r_.killed = true;
+        return false;
+      }
+      std::uint64_t n = data.size();
+      if (o_.hook_stream_offset && !offset_hook_fired_) n = std::min(n, *o_.hook_stream_offset - r_.bytes_streamed);
+      if (o_.kill_after_bytes) n = std::min(n, *o_.kill_after_bytes - r_.bytes_streamed);
+      if (!r_.timeline.first_stream_byte) stamp(r_.timeline.first_stream_byte);
+      const IoResult io = send_all(fd_.get(), data.first(static_cast<std::size_t>(n)), deadline_);
+      r_.bytes_streamed += io.done;
+      if (io.status != IoStatus::Ok) {
+        stream_io_ = io;
+        return false;
+      }
+      data = data.subspan(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+  bool stream_failed() {
+    if (r_.killed) {
+      return finish_killed(Outcome::Killed, "task killed after " + std::to_string(r_.bytes_streamed) +
+                                                " stream bytes (kill_after_bytes)");
+    }
+    if (stream_io_.status == IoStatus::Timeout) {
+      r_.wcoredump = false;  // the task is killed mid-dump
+      return timeout("while streaming the core");
+    }
+    // The server hung up: the kernel's dump fails, but it still half-closes and waits (which returns
+    // at once), and the parent still sees WCOREDUMP (spec §2.7, Appendix A).
+    finish(Outcome::StreamAborted,
+           "server hung up mid-stream after " + std::to_string(r_.bytes_streamed) +
+               " bytes: " + errno_text(stream_io_.error));
+    return true;
+  }
+
+  void wait_for_release() {
+    r_.waited = true;
+    const auto t0 = Clock::now();
+    std::byte b{};
+    const IoResult io = recv_some(fd_.get(), std::span(&b, 1), deadline_);
+    r_.parked_us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
+    stamp(r_.timeline.wait_done);
+    switch (io.status) {
+      case IoStatus::Ok:
+        r_.wait_end = WaitEnd::Data;
+        r_.server_sent_data = true;
+        break;
+      case IoStatus::Eof: r_.wait_end = WaitEnd::Eof; break;
+      case IoStatus::Error: r_.wait_end = io.error == ECONNRESET ? WaitEnd::Reset : WaitEnd::Error; break;
+      case IoStatus::Timeout:
+        r_.wait_end = WaitEnd::Timeout;
+        r_.timed_out = true;
+        break;
+    }
+  }
+
+  void close_socket() {
+    at(Point::BeforeClose);
+    int queued = 0;
+    if (::ioctl(fd_.get(), FIONREAD, &queued) == 0 && queued > 0) {
+      r_.unread_at_close = static_cast<std::size_t>(queued);
+      if (r_.ack_consumed) r_.server_sent_data = true;  // bytes beyond the ack (spec §2.7)
+    }
+    fd_.reset();
+    stamp(r_.timeline.closed);
+  }
+
+  // ---- Helpers ----
+
+  // Hook, stalls and injections of one point, in that order.
+  void at(Point point) {
+    if (o_.hook) o_.hook(point, fd_.get());
+    for (const Stall& s : o_.stalls) {
+      if (s.at == point && !sleep_within(s.duration, deadline_)) r_.timed_out = true;
+    }
+    for (const Injection& inj : o_.injections) {
+      if (inj.at != point) continue;
+      r_.bytes_injected += send_all(fd_.get(), inj.bytes, deadline_).done;
+    }
+  }
+
+  void stamp(std::optional<std::int64_t>& slot) const {
+    slot = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start_).count();
+  }
+
+  bool finish(Outcome outcome, std::string error) {
+    r_.outcome = outcome;
+    r_.error = std::move(error);
+    return false;
+  }
+
+  bool finish_killed(Outcome outcome, std::string error) {
+    r_.wcoredump = false;
+    return finish(outcome, std::move(error));
+  }
+
+  bool fail_connect(int err) {
+    r_.connect_errno = err;
+    return finish(Outcome::ConnectFailed,
+                  "connect to " + o_.socket_path + " failed: " + errno_text(err));
+  }
+
+  bool hung_up_before_ack(const IoResult& io, std::string_view where) {
+    std::string how = io.status == IoStatus::Eof ? "EOF" : errno_text(io.error);
+    return finish(Outcome::HungUpBeforeAck,
+                  "server hung up (" + how + ") " + std::string(where) + ": no marker, no dump");
+  }
+
+  bool timeout(std::string_view where) {
+    r_.timed_out = true;
+    return finish(Outcome::TimedOut, "timed out after " + std::to_string(o_.timeout.count()) +
+                                         " ms " + std::string(where));
+  }
+
+  const Options& o_;
+  Deadline deadline_;
+  Clock::time_point start_ = Clock::now();
+  ScopedFd fd_;
+  proto::coredump_req kreq_{};
+  IoResult stream_io_{};
+  bool offset_hook_fired_ = false;
+  Result r_;
+};
+
+}  // namespace
+
+std::string_view point_name(Point point) {
+  for (const auto& [p, name] : kPointNames) {
+    if (p == point) return name;
+  }
+  return "?";
+}
+
+std::optional<Point> parse_point(std::string_view name) {
+  for (const auto& [p, n] : kPointNames) {
+    if (n == name) return p;
+  }
+  return std::nullopt;
+}
+
+std::string_view outcome_name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::ConnectFailed: return "connect_failed";
+    case Outcome::RequestFailed: return "request_failed";
+    case Outcome::HungUpBeforeAck: return "hung_up_before_ack";
+    case Outcome::Refused: return "refused";
+    case Outcome::MarkerFailed: return "marker_failed";
+    case Outcome::Rejected: return "rejected";
+    case Outcome::Dumped: return "dumped";
+    case Outcome::StreamAborted: return "stream_aborted";
+    case Outcome::Killed: return "killed";
+    case Outcome::TimedOut: return "timed_out";
+    case Outcome::Error: return "error";
+  }
+  return "?";
+}
+
+std::string_view wait_end_name(WaitEnd end) {
+  switch (end) {
+    case WaitEnd::None: return "none";
+    case WaitEnd::Eof: return "eof";
+    case WaitEnd::Reset: return "reset";
+    case WaitEnd::Data: return "data";
+    case WaitEnd::Timeout: return "timeout";
+    case WaitEnd::Error: return "error";
+  }
+  return "?";
+}
+
+Result run(const Options& options) { return Session(options).run(); }
+
+}  // namespace coredumpd::fake_kernel

@@ -1,0 +1,51 @@
+# Shared helpers for the tests/systemd shell tests. Sourced; expects CTest's environment
+# (COREDUMPD, DUMPCTL, CRASHER, PYTHON, SOURCE_DIR, BUILD_DIR; see CMakeLists.txt).
+set -euo pipefail
+
+: "${COREDUMPD:?run through ctest}" "${SOURCE_DIR:?run through ctest}"
+PYTHON=${PYTHON:-python3}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# A short path: socket paths must stay under 108 bytes.
+T=$(mktemp -d /tmp/cdd-systemd.XXXXXX)
+PIDS=()
+EXIT_HOOKS=()  # commands run first on exit (e.g. restoring core_pattern), before PIDS are stopped
+
+cleanup() {
+  local rc=$?
+  for h in "${EXIT_HOOKS[@]}"; do eval "$h" || true; done
+  # Only what this test started, by PID; then wait so nothing outlives the test.
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do
+    for _ in $(seq 50); do alive "$p" || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null || true
+  done
+  if ((rc != 0 && rc != 77)); then
+    for f in "$T"/*.log; do [[ -f $f ]] && { echo "--- $f"; tail -n 40 "$f"; }; done
+  fi
+  rm -rf "$T"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+ok() { echo "ok: $*"; }
+
+# wait_for SECONDS COMMAND...: polls COMMAND every 50 ms until it succeeds; false on timeout.
+wait_for() {
+  local deadline=$((SECONDS + $1)); shift
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.05
+  done
+}
+
+log_has() { grep -q -- "$2" "$1" 2>/dev/null; }
+# True while PID runs; a zombie (exited, not yet reaped by `wait`) counts as gone.
+alive() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ ${stat##*) } != Z* ]]
+}

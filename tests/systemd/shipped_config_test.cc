@@ -1,0 +1,86 @@
+// config/coredumpd.json, the file installed as /etc/coredumpd/coredumpd.json, must parse and hold
+// exactly the built-in defaults: loading it over a base where every setting differs must give
+// Config{} back. That proves each key is present (not just commented) and has the default value.
+#include <gtest/gtest.h>
+
+#include "daemon/config.h"
+
+namespace coredumpd {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Every file-settable field changed from its default.
+Config scrambled() {
+  Config c;
+  c.socket_path = "/x/other.sock";
+  c.store_dir = "/x/other-store";
+  c.handshake_timeout = milliseconds(11);
+  c.stream_idle_timeout = milliseconds(101);
+  c.listen_backlog = 17;
+  c.dump_workers = 9;
+  c.collector_threads = 7;
+  c.compression.level = 18;
+  c.compression.threads = 5;
+  c.close_files_bit = std::uint64_t{1} << 40;
+  c.collector_budget = milliseconds(3);
+  c.defaults.action = Action::Reject;
+  c.defaults.close_files = !c.defaults.close_files;
+  c.defaults.records = !c.defaults.records;
+  c.defaults.sparse = !c.defaults.sparse;
+  c.defaults.memory_types = 0x3;
+  c.defaults.post_dump = {};
+  c.defaults.honor_rlimit_core = !c.defaults.honor_rlimit_core;
+  c.defaults.capture_environ = !c.defaults.capture_environ;
+  c.defaults.compression_level = 17;
+  c.defaults.max_core_bytes = 8192;
+  c.defaults.truncate_over_size = !c.defaults.truncate_over_size;
+  c.rules.push_back(Rule{"stale", Match{}, Policy{}});
+  return c;
+}
+
+void expect_same_policy(const Policy& got, const Policy& want) {
+  EXPECT_EQ(got.action, want.action);
+  EXPECT_EQ(got.close_files, want.close_files);
+  EXPECT_EQ(got.records, want.records);
+  EXPECT_EQ(got.sparse, want.sparse);
+  EXPECT_EQ(got.memory_types, want.memory_types);
+  EXPECT_EQ(got.post_dump, want.post_dump);
+  EXPECT_EQ(got.honor_rlimit_core, want.honor_rlimit_core);
+  EXPECT_EQ(got.capture_environ, want.capture_environ);
+  EXPECT_EQ(got.compression_level, want.compression_level);
+  EXPECT_EQ(got.max_core_bytes, want.max_core_bytes);
+  EXPECT_EQ(got.truncate_over_size, want.truncate_over_size);
+}
+
+TEST(ShippedConfig, SetsEveryKeyToItsDefault) {
+  const Config want;
+  Config got;
+  ASSERT_NO_THROW(got = load_config_file(SHIPPED_CONFIG, scrambled()));
+  EXPECT_EQ(got.socket_path, want.socket_path);
+  EXPECT_EQ(got.store_dir, want.store_dir);
+  EXPECT_EQ(got.handshake_timeout, want.handshake_timeout);
+  EXPECT_EQ(got.stream_idle_timeout, want.stream_idle_timeout);
+  EXPECT_EQ(got.listen_backlog, want.listen_backlog);
+  EXPECT_EQ(got.dump_workers, want.dump_workers);
+  EXPECT_EQ(got.collector_threads, want.collector_threads);
+  EXPECT_EQ(got.compression.level, want.compression.level);
+  EXPECT_EQ(got.compression.threads, want.compression.threads);
+  EXPECT_EQ(got.close_files_bit, want.close_files_bit);
+  EXPECT_EQ(got.collector_budget, want.collector_budget);
+  expect_same_policy(got.defaults, want.defaults);
+  EXPECT_TRUE(got.rules.empty());
+}
+
+// Settings the file leaves out on purpose keep whatever the base had.
+TEST(ShippedConfig, LeavesTestOnlySettingsAlone) {
+  Config base;
+  base.test_collector_delay = milliseconds(42);  // "testing" is commented out in the shipped file
+  base.allow_unverified_peers = true;            // command line only
+  const Config got = load_config_file(SHIPPED_CONFIG, base);
+  EXPECT_EQ(got.test_collector_delay, milliseconds(42));
+  EXPECT_TRUE(got.allow_unverified_peers);
+}
+
+}  // namespace
+}  // namespace coredumpd

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# (a) The units exactly as `cmake --install` lays them out pass `systemd-analyze verify`, and agree
+# with each other: socket path, core_pattern, config default, capabilities. No PID 1 needed: verify
+# runs offline against a scratch root (--root), which also checks that ExecStart= exists there.
+source "$(dirname "$0")/lib.sh"
+command -v systemd-analyze >/dev/null || fail "systemd-analyze missing (package systemd; scripts/install-deps.sh)"
+
+root=$T/root
+# The host's units first (verify needs sysinit.target, sockets.target, ...), then ours over them,
+# plus the one outside program a unit names (ExecReload=/bin/kill).
+mkdir -p "$root/usr/lib/systemd/system" "$root/bin"
+cp -a /lib/systemd/system/. "$root/usr/lib/systemd/system/"
+cp /bin/kill "$root/bin/kill"
+DESTDIR=$root "${CMAKE:-cmake}" --install "$BUILD_DIR" >"$T/install.log" 2>&1 || fail "cmake --install: $(tail -n 5 "$T/install.log")"
+
+unit_dir=$(dirname "$(find "$root" -path '*/systemd/system/coredumpd.service' -print -quit)")
+[[ $unit_dir != . ]] || fail "coredumpd.service was not installed (is add_subdirectory(systemd-units) in CMakeLists.txt?)"
+[[ -f $unit_dir/coredumpd.socket ]] || fail "coredumpd.socket not installed next to the service"
+ok "units installed in ${unit_dir#"$root"}"
+
+# Any output (an unknown key, a bad value, a missing program) is a failure, not just rc != 0:
+# verify exits 0 on "Unknown key ... ignoring".
+out=$(systemd-analyze verify --man=no --root="$root" coredumpd.socket coredumpd.service 2>&1) || fail "verify: $out"
+[[ -z $out ]] || fail "verify printed warnings: $out"
+ok "systemd-analyze verify coredumpd.socket coredumpd.service"
+
+svc=$unit_dir/coredumpd.service sock=$unit_dir/coredumpd.socket
+key() { sed -n "s/^$2=//p" "$1" | tail -n 1; }
+
+# ExecStart= names an installed binary and config file (paths come from the install prefix).
+read -r bin _ cfg_path _ <<<"$(key "$svc" ExecStart)"
+[[ -x $root$bin ]] || fail "ExecStart binary $bin not installed"
+[[ -f $root$cfg_path ]] || fail "ExecStart --config $cfg_path not installed (config/*.json install destination?)"
+ok "ExecStart=$bin --config $cfg_path, both installed"
+
+# The three places naming the socket must agree, or the kernel connects to nothing.
+listen=$(key "$sock" ListenStream)
+pattern=$(sed -n 's/^kernel.core_pattern *= *//p' "$(find "$root" -path '*/sysctl.d/50-coredumpd.conf' -print -quit)")
+default=$("$PYTHON" - "$SOURCE_DIR/config/coredumpd.json" <<'PY'
+import json, re, sys
+text = re.sub(r'^\s*//.*$', '', open(sys.argv[1]).read(), flags=re.M)
+print(json.loads(text)["socket"])
+PY
+)
+[[ $pattern == "@@$listen" ]] || fail "sysctl core_pattern '$pattern' != '@@$listen'"
+[[ $default == "$listen" ]] || fail "config socket '$default' != ListenStream '$listen'"
+ok "ListenStream, kernel.core_pattern and the config agree on $listen"
+
+# Hardening that the daemon's job depends on.
+[[ $(key "$sock" SocketMode) == 0600 && $(key "$sock" Accept) == no ]] || fail "socket must be 0600, Accept=no"
+(($(key "$sock" Backlog) >= 4096)) || fail "Backlog below 4096 loses dumps under bursts"
+caps=$(key "$svc" CapabilityBoundingSet | tr ' ' '\n' | sort | xargs)
+[[ $caps == "CAP_DAC_READ_SEARCH CAP_KILL CAP_SYS_ADMIN CAP_SYS_PTRACE" ]] || fail "CapabilityBoundingSet is '$caps'"
+grep -q -- '--install-pattern' "$svc" && fail "the service must not write core_pattern (sysctl.d does)"
+[[ -n $(find "$root" -path '*/tmpfiles.d/coredumpd.conf' -print -quit) ]] || fail "tmpfiles.d/coredumpd.conf not installed"
+ok "socket mode/backlog, capability set, no --install-pattern, tmpfiles entry"
+
+# For the log only: systemd's own exposure rating of the sandbox.
+systemd-analyze security --offline=yes --root="$root" coredumpd.service 2>/dev/null | tail -n 1 || true

@@ -1,0 +1,728 @@
+// dumpctl end to end through dumpctl_main(): a temporary store with real .zst files, then the
+// commands, checking output shape, byte-exact cores and error behaviour. Also the text helpers.
+#include "cli/dumpctl.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/core_file.h"
+#include "cli/format.h"
+#include "daemon/store/index.h"
+
+extern char** environ;
+
+namespace coredumpd::cli {
+namespace {
+
+using namespace std::string_literals;
+namespace fs = std::filesystem;
+
+std::string make_id(int n) {
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%08xdeadbeef%016x", n, n);
+  return buf;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const std::string& path, const std::string& data) {
+  std::ofstream(path, std::ios::binary) << data;
+}
+
+/// Compresses `data` as one or more concatenated zstd frames (with checksums) of at most
+/// `frame_size` input bytes each.
+std::string zstd_compress(const std::string& data, std::size_t frame_size = SIZE_MAX) {
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 3);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+  std::string out;
+  std::size_t pos = 0;
+  do {
+    const std::size_t n = std::min(frame_size, data.size() - pos);
+    std::string buf(ZSTD_compressBound(n), '\0');
+    const std::size_t got = ZSTD_compress2(cctx, buf.data(), buf.size(), data.data() + pos, n);
+    EXPECT_EQ(ZSTD_isError(got), 0U);
+    out.append(buf.data(), got);
+    pos += n;
+  } while (pos < data.size());
+  ZSTD_freeCCtx(cctx);
+  return out;
+}
+
+/// Bytes that compress somewhat but not trivially, like a core: random runs and zero pages.
+std::string pseudo_core(std::size_t size, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string s(size, '\0');
+  for (std::size_t i = 0; i < size; i += 4096) {
+    if ((rng() & 3U) == 0U) continue;  // a zero page
+    for (std::size_t j = i; j < std::min(size, i + 4096); ++j) {
+      s[j] = static_cast<char>(rng() & 0x3FU);
+    }
+  }
+  return s;
+}
+
+struct Result {
+  int rc = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs a program with arguments (no shell involved) and captures its standard output.
+std::string run_capture(const std::vector<std::string>& argv) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  pid_t pid = 0;
+  EXPECT_EQ(posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << argv[0];
+  return out;
+}
+
+/// What `sh -c 'printf "%s\0" <words>'` prints, split at NUL: the words as the shell parsed them.
+std::vector<std::string> shell_parse(const std::string& shell, const std::string& words) {
+  const std::string out = run_capture({shell, "-c", "printf '%s\\0' " + words});
+  std::vector<std::string> args;
+  std::size_t start = 0;
+  while (start < out.size()) {
+    const std::size_t nul = out.find('\0', start);
+    args.push_back(out.substr(start, nul - start));
+    start = nul + 1;
+  }
+  return args;
+}
+
+class DumpctlTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("TZ", "UTC", 1);
+    ::tzset();
+    std::string tmpl = (fs::temp_directory_path() / "dumpctl_test.XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    root_ = tmpl;
+    store_ = root_ + "/store";
+    out_dir_ = root_ + "/out";
+    tmp_dir_ = root_ + "/tmp";
+    fs::create_directory(store_);
+    fs::create_directory(out_dir_);
+    fs::create_directory(tmp_dir_);
+    ::setenv("TMPDIR", tmp_dir_.c_str(), 1);
+    Index create(store_, true);
+  }
+  void TearDown() override {
+    ::unsetenv("TMPDIR");
+    fs::remove_all(root_);
+  }
+
+  /// A record with sensible defaults; `core` (if any) is compressed into <store>/<id>.zst.
+  DumpRecord add(int n, std::int64_t ts, const std::optional<std::string>& core,
+                 DumpState state = DumpState::Complete, std::size_t frame_size = SIZE_MAX) {
+    DumpRecord r;
+    r.id = make_id(n);
+    r.state = state;
+    r.timestamp_us = ts;
+    r.pid = 100 + n;
+    r.uid = r.euid = 1000;
+    r.gid = r.egid = 1000;
+    r.comm = "prog" + std::to_string(n);
+    r.exe = "/usr/bin/prog" + std::to_string(n);
+    r.argv = {r.exe};
+    r.signal = SIGSEGV;
+    r.boot_id = "bootid";
+    if (core) {
+      const std::string z = zstd_compress(*core, frame_size);
+      r.core_size = core->size();
+      r.stored_size = z.size();
+      r.compression = "zstd";
+      r.path = r.id + ".zst";
+      write_file(store_ + "/" + r.path, z);
+    }
+    insert(r);
+    return r;
+  }
+  void insert(const DumpRecord& r) {
+    Index idx(store_, true);
+    idx.insert(r);
+  }
+
+  Result run(std::vector<std::string> args, bool tty = false) {
+    std::ostringstream out, err;
+    args.insert(args.begin(), {"dumpctl", "--store", store_});
+    const Io io{out, err, tty};
+    Result res;
+    res.rc = dumpctl_main(args, io);
+    res.out = out.str();
+    res.err = err.str();
+    return res;
+  }
+
+  std::vector<std::string> lines(const std::string& s) {
+    std::vector<std::string> v;
+    std::istringstream in(s);
+    for (std::string l; std::getline(in, l);) v.push_back(l);
+    return v;
+  }
+
+  std::string root_, store_, out_dir_, tmp_dir_;
+};
+
+// ---- list -----------------------------------------------------------------------------------
+
+TEST_F(DumpctlTest, ListHasOneLinePerDumpEvenWithHostileNames) {
+  add(1, 1'000'000, "core1");
+  DumpRecord r = add(2, 2'000'000, "core2");
+  r = {};
+  r.id = make_id(3);
+  r.state = DumpState::Failed;
+  r.timestamp_us = 3'000'000;
+  r.pid = 7;
+  r.comm = "x\ny\rz";
+  r.exe = "/tmp/evil\n\x1b[31mred\xff\xfe\x07\xc2\x9b\xe2\x80\xae";
+  insert(r);
+  r.id = make_id(4);
+  r.timestamp_us = 4'000'000;
+  r.exe = "";  // unknown exe: the comm is shown instead
+  insert(r);
+
+  const Result res = run({"list"});
+  ASSERT_EQ(res.rc, 0) << res.err;
+  const auto ls = lines(res.out);
+  ASSERT_EQ(ls.size(), 5U) << res.out;
+  EXPECT_EQ(ls[0].rfind("TIME", 0), 0U);
+  for (const char c : res.out) {
+    const auto u = static_cast<unsigned char>(c);
+    EXPECT_TRUE(c == '\n' || (u >= 0x20 && u != 0x7f)) << "raw control byte " << int(u);
+  }
+  EXPECT_NE(ls[3].find("/tmp/evil\\n\\x1b[31mred\\xff\\xfe\\x07\\u009b\\u202e"), std::string::npos)
+      << ls[3];
+  EXPECT_NE(ls[3].find("failed"), std::string::npos);
+  EXPECT_NE(ls[4].find("[x\\ny\\rz]"), std::string::npos) << ls[4];
+  EXPECT_NE(ls[1].find("Thu 1970-01-01 00:00:01 UTC"), std::string::npos) << ls[1];
+  EXPECT_NE(ls[1].find("SIGSEGV"), std::string::npos);
+  EXPECT_NE(ls[1].find("present"), std::string::npos);
+  EXPECT_NE(ls[1].find("/usr/bin/prog1"), std::string::npos);
+  // Aligned: every data line is at least as long as the header's SIZE column start.
+  const std::size_t exe_col = ls[0].find("EXE");
+  EXPECT_EQ(ls[1].find("/usr/bin/prog1"), exe_col);
+  EXPECT_EQ(ls[2].find("/usr/bin/prog2"), exe_col);
+}
+
+TEST_F(DumpctlTest, ListCorefileColumn) {
+  const DumpRecord p = add(1, 1, "aaa");  // present
+  DumpRecord m = add(2, 2, "bbb");        // missing: file deleted
+  fs::remove(store_ + "/" + m.path);
+  add(3, 3, "ccc", DumpState::Truncated);            // truncated
+  add(4, 4, std::nullopt, DumpState::Failed);        // failed
+  add(5, 5, std::nullopt, DumpState::MetadataOnly);  // none
+  add(6, 6, std::nullopt, DumpState::InProgress);    // in progress
+  add(7, 7, std::nullopt, DumpState::Interrupted);   // interrupted
+  const Result res = run({"list"});
+  ASSERT_EQ(res.rc, 0) << res.err;
+  const auto ls = lines(res.out);
+  ASSERT_EQ(ls.size(), 8U);
+  const char* expected[] = {"present", "missing",     "truncated",  "failed",
+                            "none",    "in progress", "interrupted"};
+  const std::size_t col = ls[0].find("COREFILE");
+  for (std::size_t i = 0; i < 7; ++i) {
+    EXPECT_EQ(ls[i + 1].compare(col, std::strlen(expected[i]), expected[i]), 0) << ls[i + 1];
+  }
+  // The stored (compressed) size is shown for present files, "-" when there is no file.
+  const std::string size = format_size(p.stored_size);
+  EXPECT_EQ(ls[1].substr(ls[1].size() - size.size()), size) << ls[1];
+  EXPECT_EQ(ls[2].back(), '-');
+}
+
+TEST_F(DumpctlTest, ListJsonRoundTripsArgvBytes) {
+  DumpRecord r = add(1, 5, "x");
+  r.id = make_id(2);
+  r.timestamp_us = 6;
+  r.argv = {"/bin/x", "", "a b", "new\nline", "\xff\xc0\x80", "caf\xc3\xa9"};
+  r.exe = "/bin/\xff";
+  insert(r);
+  const Result res = run({"list", "--json"});
+  ASSERT_EQ(res.rc, 0) << res.err;
+  const auto j = nlohmann::json::parse(res.out);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2U);
+  EXPECT_EQ(j[0]["id"], make_id(1));
+  EXPECT_EQ(j[1]["id"], make_id(2));
+  std::vector<std::string> argv;
+  for (const auto& a : j[1]["argv"]) argv.push_back(bytes_from_json(a).value());
+  EXPECT_EQ(argv, r.argv);
+  EXPECT_EQ(bytes_from_json(j[1]["exe"]), r.exe);
+
+  // On a terminal, JSON is pure ASCII.
+  const Result tty = run({"list", "--json"}, /*tty=*/true);
+  for (const char c : tty.out) EXPECT_LT(static_cast<unsigned char>(c), 0x80U);
+  EXPECT_EQ(nlohmann::json::parse(tty.out), j);
+}
+
+TEST_F(DumpctlTest, ListReverseSinceUntilAndEmpty) {
+  {
+    const Result empty = run({"list"});
+    EXPECT_EQ(empty.rc, 1);
+    EXPECT_EQ(empty.err, "No coredumps found.\n");
+    const Result empty_json = run({"list", "--json"});
+    EXPECT_EQ(empty_json.rc, 0);
+    EXPECT_EQ(nlohmann::json::parse(empty_json.out), nlohmann::json::array());
+  }
+  add(1, 10'000'000, "a");
+  add(2, 20'000'000, "b");
+  add(3, 30'000'000, "c");
+  auto ids = [&](const Result& res) {
+    std::vector<std::string> v;
+    for (const auto& e : nlohmann::json::parse(res.out)) v.push_back(e["id"]);
+    return v;
+  };
+  EXPECT_EQ(ids(run({"list", "--json", "--reverse"})),
+            (std::vector<std::string>{make_id(3), make_id(2), make_id(1)}));
+  EXPECT_EQ(ids(run({"list", "--json", "--since", "@20"})),
+            (std::vector<std::string>{make_id(2), make_id(3)}));
+  EXPECT_EQ(ids(run({"list", "--json", "--until", "1970-01-01 00:00:20"})),
+            (std::vector<std::string>{make_id(1), make_id(2)}));
+  const Result bad = run({"list", "--since", "next tuesday"});
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.err.find("invalid --since time"), std::string::npos);
+  // No command at all means list; --store may follow the command.
+  std::ostringstream out, err;
+  EXPECT_EQ(dumpctl_main({"dumpctl", "--store", store_}, Io{out, err, false}), 0);
+  EXPECT_EQ(lines(out.str()).size(), 4U);
+  std::ostringstream out2, err2;
+  EXPECT_EQ(dumpctl_main({"dumpctl", "list", "--store", store_}, Io{out2, err2, false}), 0);
+  EXPECT_EQ(out2.str(), out.str());
+}
+
+TEST_F(DumpctlTest, MissingStoreAndUsageErrors) {
+  std::ostringstream out, err;
+  EXPECT_EQ(dumpctl_main({"dumpctl", "--store", root_ + "/nope", "list"}, Io{out, err, false}), 1);
+  EXPECT_EQ(err.str(),
+            "dumpctl: no index at " + root_ + "/nope/index.sqlite: is this a coredumpd store?\n");
+  EXPECT_EQ(run({"frobnicate"}).rc, 1);
+  EXPECT_EQ(run({"dump"}).rc, 1);  // MATCH is required
+  const Result help = run({"--help"});
+  EXPECT_EQ(help.rc, 0);
+  EXPECT_NE(help.out.find("dumpctl"), std::string::npos);
+}
+
+// ---- info -----------------------------------------------------------------------------------
+
+TEST_F(DumpctlTest, InfoSelectsByIdPrefixPidCommAndNewest) {
+  add(1, 100, "a");
+  add(2, 200, "b");
+  DumpRecord r = add(3, 300, "c");
+  r.id = "ffff" + make_id(4).substr(4);
+  r.timestamp_us = 50;  // oldest, but has comm "prog3" too
+  r.pid = 777;
+  insert(r);
+
+  const auto id_of = [&](const Result& res) {
+    EXPECT_EQ(res.rc, 0) << res.err;
+    const auto j = nlohmann::json::parse(res.out);
+    return j["id"].get<std::string>();
+  };
+  EXPECT_EQ(id_of(run({"info", "--json"})), make_id(3));              // newest
+  EXPECT_EQ(id_of(run({"info", "--json", make_id(2)})), make_id(2));  // full id
+  EXPECT_EQ(id_of(run({"info", "--json", "ffff"})), r.id);            // unique prefix
+  EXPECT_EQ(id_of(run({"info", "--json", "FFFF"})), r.id);            // case-insensitive
+  EXPECT_EQ(id_of(run({"info", "--json", "101"})), make_id(1));       // PID
+  EXPECT_EQ(id_of(run({"info", "--json", "777"})), r.id);
+  EXPECT_EQ(id_of(run({"info", "--json", "prog3"})), make_id(3));           // COMM: newest of two
+  EXPECT_EQ(id_of(run({"info", "--json", "/usr/bin/prog2"})), make_id(2));  // exe path
+
+  const Result none = run({"info", "foo"});
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_EQ(none.out, "");
+  EXPECT_EQ(none.err, "dumpctl: no coredump matches 'foo'\n");
+  const Result hostile = run({"info", "a\nb\x1b"});
+  EXPECT_EQ(hostile.err, "dumpctl: no coredump matches 'a\\nb\\x1b'\n");
+  const Result ambiguous = run({"info", "0000000"});  // all ids 1..3 start with 0000000
+  EXPECT_EQ(ambiguous.rc, 1);
+  EXPECT_NE(ambiguous.err.find("ambiguous"), std::string::npos) << ambiguous.err;
+}
+
+TEST_F(DumpctlTest, InfoPrintsEveryField) {
+  DumpRecord r;
+  r.id = make_id(9);
+  r.state = DumpState::Truncated;
+  r.reason = "size limit of 1 MiB";
+  r.timestamp_us = 1'764'536'645'123'456;  // 2025-11-30 21:04:05.123456 UTC
+  r.pid = 4321;
+  r.tid = 4322;
+  r.crashing_tid_ns = 2;
+  r.uid = 1000;
+  r.euid = 0;
+  r.gid = 100;
+  r.egid = 5;
+  r.comm = "evil\x1b]0;pwned\x07";
+  r.exe = "/opt/app/bin/srv";
+  r.argv = {"/opt/app/bin/srv", "--name=it's", "", "two words", "tab\there"};
+  r.cwd = "/srv";
+  r.cgroup = "12:pids:/a\n0::/system.slice/x.service\n";
+  r.hostname = "box";
+  r.boot_id = "0123456789abcdef0123456789abcdef";
+  r.coredump_mask = 0x5;
+  r.signal = SIGABRT;
+  const std::string core(3000, 'C');
+  const std::string z = zstd_compress(core);
+  r.core_size = core.size();
+  r.stored_size = z.size();
+  r.compression = "zstd";
+  r.path = r.id + ".zst";
+  r.extra = {{"negotiation", {{"flags", "PIDFD"}}}, {"weird", "\xc2\x9b"}};
+  write_file(store_ + "/" + r.path, z);
+  insert(r);
+
+  const Result res = run({"info", "4321"});
+  ASSERT_EQ(res.rc, 0) << res.err;
+  const std::string& o = res.out;
+  const auto has = [&](const std::string& s) {
+    EXPECT_NE(o.find(s), std::string::npos) << "missing: " << s << "\n" << o;
+  };
+  has("ID: " + r.id);
+  has("PID: 4321 (evil\\x1b]0;pwned\\x07)");
+  has("TID: 4322 (2 in its pid namespace)");
+  has("UID: 1000 (effective 0)");
+  has("GID: 100 (effective 5)");
+  has("Signal: 6 (SIGABRT)");
+  has("Timestamp: Sun 2025-11-30 21:04:05.123456 UTC");
+  has("Command Line: /opt/app/bin/srv '--name=it'\\''s' '' 'two words' $'tab\\there'");
+  has("Executable: /opt/app/bin/srv");
+  has("Working Dir: /srv");
+  has("Control Group: 12:pids:/a\n                 0::/system.slice/x.service\n");
+  has("Hostname: box");
+  has("Boot ID: " + r.boot_id);
+  has("Coredump Mask: 0x5 (PIDFD_COREDUMPED|PIDFD_COREDUMP_USER)");
+  has("State: truncated (size limit of 1 MiB)");
+  has("Core Size: 2.9K (3000 bytes)");
+  has("Compression: zstd");
+  has("Storage: " + store_ + "/" + r.path + " (truncated)");
+  has("\"flags\": \"PIDFD\"");
+  has("\\u009b");  // a C1 control inside extra is escaped too
+  for (const char c : o) {
+    const auto u = static_cast<unsigned char>(c);
+    EXPECT_TRUE(c == '\n' || (u >= 0x20 && u != 0x7f)) << "raw control byte " << int(u);
+  }
+  EXPECT_NE(res.err.find("warning: the core of this dump is truncated"), std::string::npos);
+
+  // Failed dumps warn as well; an interrupted one too.
+  r.id = make_id(10);
+  r.state = DumpState::Interrupted;
+  r.reason = "daemon restarted";
+  r.path = "";
+  r.timestamp_us += 1;
+  insert(r);
+  const Result intr = run({"info"});
+  EXPECT_EQ(intr.rc, 0);
+  EXPECT_NE(intr.err.find("warning: the daemon stopped"), std::string::npos) << intr.err;
+  EXPECT_NE(intr.out.find("State: interrupted (daemon restarted)"), std::string::npos);
+}
+
+TEST_F(DumpctlTest, InfoCommandLineRoundTripsThroughAShell) {
+  const std::vector<std::string> argv = {"/usr/bin/x",
+                                         "",
+                                         "plain",
+                                         "with space",
+                                         "it's",
+                                         "\"dq\"",
+                                         "$HOME",
+                                         "`id`",
+                                         "a\\b",
+                                         "new\nline",
+                                         "\x1b[31m",
+                                         "\xff\xfe",
+                                         "caf\xc3\xa9",
+                                         "\xc2\x9b",
+                                         "*",
+                                         "~",
+                                         "a;b|c&d",
+                                         "\t",
+                                         "\x01\x02\x03",
+                                         "\xe2\x80\xae"
+                                         "rtl",
+                                         "x\x7fy",
+                                         "'"};
+  DumpRecord r = add(1, 1, "core");
+  r.id = make_id(2);
+  r.argv = argv;
+  insert(r);
+  const Result res = run({"info", make_id(2)});
+  ASSERT_EQ(res.rc, 0) << res.err;
+  const std::string key = "Command Line: ";
+  const std::size_t at = res.out.find(key);
+  ASSERT_NE(at, std::string::npos);
+  const std::size_t eol = res.out.find('\n', at);
+  const std::string quoted = res.out.substr(at + key.size(), eol - at - key.size());
+  EXPECT_EQ(quoted, shell_join(argv));
+  // $'...' needs bash (or any POSIX.1-2024 shell); Debian 12's dash 0.5.12 predates it.
+  EXPECT_EQ(shell_parse("/bin/bash", quoted), argv);
+  // Arguments without control bytes or invalid UTF-8 round-trip through plain /bin/sh.
+  std::vector<std::string> printable;
+  for (const auto& a : argv) {
+    if (shell_quote(a).rfind("$'", 0) != 0) printable.push_back(a);
+  }
+  ASSERT_GE(printable.size(), 12U);
+  EXPECT_EQ(shell_parse("/bin/sh", shell_join(printable)), printable);
+}
+
+// ---- dump -----------------------------------------------------------------------------------
+
+TEST_F(DumpctlTest, DumpIsByteIdenticalToFileAndStdout) {
+  const std::string big = pseudo_core(6 * 1024 * 1024 + 123, 42);
+  add(1, 1, big);
+  add(2, 2, std::string());                                                      // an empty core
+  add(3, 3, pseudo_core(3 * 1024 * 1024, 7), DumpState::Complete, 1024 * 1024);  // 3 frames
+  const std::string file = out_dir_ + "/core1";
+  const Result res = run({"dump", make_id(1), "-o", file});
+  ASSERT_EQ(res.rc, 0) << res.err;
+  EXPECT_EQ(res.out, "");
+  EXPECT_TRUE(read_file(file) == big);
+  EXPECT_EQ(fs::file_size(file), big.size());
+
+  const Result to_stdout = run({"dump", make_id(1)});
+  ASSERT_EQ(to_stdout.rc, 0) << to_stdout.err;
+  EXPECT_TRUE(to_stdout.out == big);
+  const Result dash = run({"dump", make_id(1), "-o", "-"});
+  EXPECT_TRUE(dash.out == big);
+
+  const Result empty = run({"dump", make_id(2), "-o", out_dir_ + "/empty"});
+  ASSERT_EQ(empty.rc, 0) << empty.err;
+  EXPECT_TRUE(fs::exists(out_dir_ + "/empty"));
+  EXPECT_EQ(fs::file_size(out_dir_ + "/empty"), 0U);
+
+  const Result frames = run({"dump", make_id(3)});
+  ASSERT_EQ(frames.rc, 0) << frames.err;
+  EXPECT_TRUE(frames.out == pseudo_core(3 * 1024 * 1024, 7));
+
+  // Overwriting an existing file replaces it.
+  write_file(out_dir_ + "/empty", "old contents");
+  ASSERT_EQ(run({"dump", make_id(3), "-o", out_dir_ + "/empty"}).rc, 0);
+  EXPECT_TRUE(read_file(out_dir_ + "/empty") == pseudo_core(3 * 1024 * 1024, 7));
+  // Only the requested outputs exist: no temporary files were left behind.
+  EXPECT_EQ(std::distance(fs::directory_iterator(out_dir_), fs::directory_iterator()), 2);
+}
+
+TEST_F(DumpctlTest, DumpRefusesATerminal) {
+  add(1, 1, "core");
+  const Result res = run({"dump", make_id(1)}, /*tty=*/true);
+  EXPECT_EQ(res.rc, 1);
+  EXPECT_EQ(res.out, "");
+  EXPECT_NE(res.err.find("refusing to write a core dump to a terminal"), std::string::npos);
+  // An explicit file is fine even when stdout is a terminal.
+  EXPECT_EQ(run({"dump", make_id(1), "-o", out_dir_ + "/c"}, true).rc, 0);
+}
+
+TEST_F(DumpctlTest, DumpFailuresLeaveNoOutputFile) {
+  const std::string core = pseudo_core(2 * 1024 * 1024, 3);
+  DumpRecord missing = add(1, 1, core);
+  fs::remove(store_ + "/" + missing.path);
+  DumpRecord corrupt = add(2, 2, core);
+  {  // flip bytes in the middle of the compressed data
+    std::string z = read_file(store_ + "/" + corrupt.path);
+    for (std::size_t i = z.size() / 2; i < z.size() / 2 + 64; ++i) z[i] = static_cast<char>(~z[i]);
+    write_file(store_ + "/" + corrupt.path, z);
+  }
+  DumpRecord cut = add(3, 3, core);
+  {
+    const std::string z = read_file(store_ + "/" + cut.path);
+    write_file(store_ + "/" + cut.path, z.substr(0, z.size() - 100));
+  }
+  DumpRecord wrong_size = add(4, 4, core);
+  wrong_size.id = make_id(5);
+  wrong_size.timestamp_us = 5;
+  wrong_size.core_size = core.size() + 1;  // index disagrees with the file
+  insert(wrong_size);
+  add(6, 6, std::nullopt, DumpState::Failed);
+  write_file(store_ + "/notzstd.zst", "definitely not zstd data");
+  DumpRecord garbage = add(7, 7, std::nullopt);
+  garbage.id = make_id(8);
+  garbage.path = "notzstd.zst";
+  garbage.compression = "zstd";
+  garbage.core_size = 10;
+  insert(garbage);
+
+  for (int n : {1, 2, 3, 5, 6, 8}) {
+    const std::string file = out_dir_ + "/core" + std::to_string(n);
+    const Result res = run({"dump", make_id(n), "-o", file});
+    EXPECT_EQ(res.rc, 1) << n;
+    EXPECT_EQ(res.err.rfind("dumpctl: ", 0), 0U) << res.err;
+    EXPECT_FALSE(fs::exists(file)) << n << ": " << res.err;
+  }
+  EXPECT_TRUE(fs::is_empty(out_dir_));  // no temporary files either
+  EXPECT_NE(run({"dump", make_id(1)}).err.find("is missing"), std::string::npos);
+  EXPECT_NE(run({"dump", make_id(6)}).err.find("has no stored core (failed)"), std::string::npos);
+  EXPECT_NE(run({"dump", make_id(3)}).err.find("truncated"), std::string::npos);
+
+  // A failure never clobbers an existing file.
+  write_file(out_dir_ + "/keep", "precious");
+  EXPECT_EQ(run({"dump", make_id(2), "-o", out_dir_ + "/keep"}).rc, 1);
+  EXPECT_EQ(read_file(out_dir_ + "/keep"), "precious");
+}
+
+TEST_F(DumpctlTest, DumpRefusesUnsafePaths) {
+  write_file(root_ + "/secret.zst", zstd_compress("secret"));
+  DumpRecord r = add(1, 1, std::nullopt);
+  // Index::insert refuses such paths; simulate a tampered index by writing SQL directly is not
+  // needed: core_file_path() is the guard dumpctl relies on.
+  r.state = DumpState::Complete;
+  r.path = "../secret.zst";
+  EXPECT_FALSE(core_file_path(store_, r).has_value());
+  r.path = "/etc/passwd";
+  EXPECT_FALSE(core_file_path(store_, r).has_value());
+  r.path = "x.zst";
+  EXPECT_EQ(core_file_path(store_, r), store_ + "/x.zst");
+  r.state = DumpState::Failed;
+  EXPECT_FALSE(core_file_path(store_, r).has_value());
+}
+
+// ---- debug ----------------------------------------------------------------------------------
+
+TEST_F(DumpctlTest, DebugRunsTheDebuggerOnATemporaryCore) {
+  const std::string core = pseudo_core(1024 * 1024, 5);
+  DumpRecord r = add(1, 1, core);
+  r.id = make_id(2);
+  r.exe = "/bin/true";
+  insert(r);
+  const std::string copy = out_dir_ + "/seen-core";
+  const std::string args = out_dir_ + "/seen-args";
+  // The "debugger" is sh: it records its arguments, copies the core and exits with 3.
+  const std::string script = "printf '%s\\n' \"$@\" > '" + args + "'; cp \"$3\" '" + copy +
+                             "'; ls \"$TMPDIR\" >> '" + args + "'; exit 3";
+  const Result res = run({"debug", make_id(2), "--debugger", "/bin/sh", "--", "-c", script, "sh"});
+  EXPECT_EQ(res.rc, 3) << res.err;
+  EXPECT_TRUE(read_file(copy) == core);
+  const auto seen = lines(read_file(args));
+  ASSERT_EQ(seen.size(), 4U) << read_file(args);
+  EXPECT_EQ(seen[0], "/bin/true");
+  EXPECT_EQ(seen[1], "-c");
+  EXPECT_EQ(seen[2].rfind(tmp_dir_ + "/dumpctl-core-", 0), 0U) << seen[2];
+  EXPECT_EQ(seen[3], fs::path(seen[2]).filename().string());  // it existed while running
+  EXPECT_TRUE(fs::is_empty(tmp_dir_));                        // and is gone now
+
+  // The executable no longer exists: the debugger gets the core alone, with a warning.
+  const Result gone = run({"debug", make_id(1), "--debugger", "/bin/sh", "--", "-c",
+                           "test \"$1\" = -c && test -s \"$2\" && test $# -eq 2", "sh"});
+  EXPECT_EQ(gone.rc, 0) << gone.err;
+  EXPECT_NE(gone.err.find("is gone"), std::string::npos);
+  EXPECT_TRUE(fs::is_empty(tmp_dir_));
+}
+
+TEST_F(DumpctlTest, DebugErrors) {
+  add(1, 1, "core");
+  const Result nodebugger = run({"debug", make_id(1), "--debugger", "/nonexistent/gdb"});
+  EXPECT_EQ(nodebugger.rc, 1);
+  EXPECT_NE(nodebugger.err.find("cannot run /nonexistent/gdb"), std::string::npos)
+      << nodebugger.err;
+  EXPECT_TRUE(fs::is_empty(tmp_dir_));
+  add(2, 2, std::nullopt, DumpState::Rejected);
+  EXPECT_EQ(run({"debug", make_id(2), "--debugger", "/bin/true"}).rc, 1);
+  EXPECT_TRUE(fs::is_empty(tmp_dir_));
+}
+
+// ---- helpers ---------------------------------------------------------------------------------
+
+TEST(DumpctlFormat, EscapeForDisplay) {
+  EXPECT_EQ(escape_for_display("plain /usr/bin/x"), "plain /usr/bin/x");
+  EXPECT_EQ(escape_for_display("caf\xc3\xa9 \xf0\x9f\x92\xa5"), "caf\xc3\xa9 \xf0\x9f\x92\xa5");
+  EXPECT_EQ(escape_for_display("a\nb\tc\rd"), "a\\nb\\tc\\rd");
+  EXPECT_EQ(escape_for_display("\x1b[2J\x7f"), "\\x1b[2J\\x7f");
+  EXPECT_EQ(escape_for_display("back\\slash"), "back\\\\slash");
+  EXPECT_EQ(escape_for_display("\xff\xc0\x80\xed\xa0\x80"), "\\xff\\xc0\\x80\\xed\\xa0\\x80");
+  EXPECT_EQ(escape_for_display("\xc2\x9b"
+                               "1m"),
+            "\\u009b1m");
+  EXPECT_EQ(escape_for_display("\xe2\x80\xae\xe2\x81\xa6"), "\\u202e\\u2066");
+  EXPECT_EQ(escape_for_display("nul\0x"s), "nul\\x00x");
+  EXPECT_EQ(display_width("caf\xc3\xa9"), 4U);
+}
+
+TEST(DumpctlFormat, SanitizeJsonText) {
+  const nlohmann::json j = {{"s", "a\nb\x1b\xc2\x9b\xe2\x80\xae caf\xc3\xa9"}};
+  const std::string text = sanitize_json_text(j.dump(2));
+  EXPECT_EQ(nlohmann::json::parse(text), j);  // still the same JSON
+  EXPECT_NE(text.find("\\u009b\\u202e caf\xc3\xa9"), std::string::npos) << text;
+  EXPECT_EQ(sanitize_json_text("\"\xff\""), "\"\\ufffd\"");
+}
+
+TEST(DumpctlFormat, ShellQuote) {
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("/usr/bin/x"), "/usr/bin/x");
+  EXPECT_EQ(shell_quote("--opt=a,b:c@d%e+f"), "--opt=a,b:c@d%e+f");
+  EXPECT_EQ(shell_quote("two words"), "'two words'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote("caf\xc3\xa9"), "'caf\xc3\xa9'");
+  EXPECT_EQ(shell_quote("a\nb"), "$'a\\nb'");
+  EXPECT_EQ(shell_quote("\x1b"
+                        "1"),
+            "$'\\0331'");  // octal stays exactly three digits
+  EXPECT_EQ(shell_quote("\xff'\\"), "$'\\377\\'\\\\'");
+  EXPECT_EQ(shell_join({"a", "", "b c"}), "a '' 'b c'");
+}
+
+TEST(DumpctlFormat, SizesTimesAndMasks) {
+  EXPECT_EQ(format_size(0), "0B");
+  EXPECT_EQ(format_size(1023), "1023B");
+  EXPECT_EQ(format_size(1536), "1.5K");
+  EXPECT_EQ(format_size(3ULL << 30), "3.0G");
+  EXPECT_EQ(format_size(UINT64_MAX), "16.0E");
+  ::setenv("TZ", "UTC", 1);
+  ::tzset();
+  EXPECT_EQ(format_timestamp(0, false), "Thu 1970-01-01 00:00:00 UTC");
+  EXPECT_EQ(format_timestamp(1'764'536'645'000'042, true), "Sun 2025-11-30 21:04:05.000042 UTC");
+  EXPECT_EQ(format_timestamp(-1, true), "Wed 1969-12-31 23:59:59.999999 UTC");
+  EXPECT_EQ(parse_time_spec("@0"), 0);
+  EXPECT_EQ(parse_time_spec("@1764536645"), 1'764'536'645'000'000);
+  EXPECT_EQ(parse_time_spec("2025-11-30 21:04:05"), 1'764'536'645'000'000);
+  EXPECT_EQ(parse_time_spec("2025-11-30T21:04"), 1'764'536'640'000'000);
+  EXPECT_EQ(parse_time_spec("2025-11-30"), 1'764'460'800'000'000);
+  EXPECT_TRUE(parse_time_spec("now").has_value());
+  EXPECT_TRUE(parse_time_spec("yesterday").has_value());
+  EXPECT_LT(*parse_time_spec("yesterday"), *parse_time_spec("today"));
+  EXPECT_FALSE(parse_time_spec("").has_value());
+  EXPECT_FALSE(parse_time_spec("@").has_value());
+  EXPECT_FALSE(parse_time_spec("@12x").has_value());
+  EXPECT_FALSE(parse_time_spec("2025-11-30 junk").has_value());
+  EXPECT_EQ(describe_coredump_mask(0), "0x0");
+  EXPECT_EQ(describe_coredump_mask(0x9), "0x9 (PIDFD_COREDUMPED|PIDFD_COREDUMP_ROOT)");
+  EXPECT_EQ(describe_coredump_mask(0x32), "0x32 (PIDFD_COREDUMP_SKIP|0x30)");
+}
+
+}  // namespace
+}  // namespace coredumpd::cli
