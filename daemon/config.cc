@@ -75,7 +75,7 @@ void apply_policy(const std::string& origin, const std::string& prefix, const js
   if (!obj.is_object()) error(origin, prefix, "expected an object");
   for (const auto& [key, v] : obj.items()) {
     const std::string k = prefix + "." + key;
-    if (std::find_if(skip.begin(), skip.end(), [&](const char* s) { return key == s; }) != skip.end()) continue;
+    if (std::find_if(skip.begin(), skip.end(), [&name = key](const char* s) { return name == s; }) != skip.end()) continue;
     if (key == "action") {
       const auto a = get_string(origin, k, v);
       if (a == "store") p.action = Action::Store;
@@ -158,6 +158,13 @@ Config apply_config_json(const std::string& origin, const std::string& text, Con
       c.listen_backlog = static_cast<int>(get_int(origin, key, v, 16, 65535));
     } else if (key == "dump_workers") {
       c.dump_workers = static_cast<int>(get_int(origin, key, v, 1, 256));
+    } else if (key == "max_concurrent_dumps") {
+      c.max_concurrent_dumps = static_cast<int>(get_int(origin, key, v, 1, 4096));
+    } else if (key == "overload_action") {
+      const auto a = get_string(origin, key, v);
+      if (a == "metadata-only") c.overload_action = Action::MetadataOnly;
+      else if (a == "reject") c.overload_action = Action::Reject;
+      else error(origin, key, "expected \"metadata-only\" or \"reject\", got \"" + a + "\"");
     } else if (key == "collector_threads") {
       c.collector_threads = static_cast<int>(get_int(origin, key, v, 1, 64));
     } else if (key == "compression") {

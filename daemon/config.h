@@ -29,7 +29,13 @@ struct Config {
   /// Longest a core stream may stall between two reads before the dump is cut short.
   std::chrono::milliseconds stream_idle_timeout{30000};
   int listen_backlog = 4096;   ///< the kernel's connect is non-blocking: a full backlog loses dumps (spec §1.5)
-  int dump_workers = 4;        ///< threads draining and compressing cores
+  int dump_workers = 16;       ///< threads draining and compressing cores (mostly waiting on I/O)
+  /// Dumps streaming at once beyond which a new crash gets `overload_action` instead of a core.
+  /// Each costs ~1 MiB of buffer plus zstd state; the kernel never waits for a free slot.
+  int max_concurrent_dumps = 64;
+  /// What a crash gets when max_concurrent_dumps is reached: MetadataOnly (a record without the
+  /// core, USERSPACE mode) or Reject. Never a silent drop.
+  Action overload_action = Action::MetadataOnly;
   int collector_threads = 2;   ///< threads reading /proc during handshakes
   CompressionOptions compression;
   /// Value of COREDUMP_CLOSE_FILES on this host (RFC; not final, spec §3.4).

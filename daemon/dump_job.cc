@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/core_writer.h"
+#include "daemon/log_limiter.h"
 #include "daemon/logging.h"
 #include "daemon/proc_dir.h"
 #include "protocol/core_notes.h"
@@ -248,6 +249,7 @@ void run_dump_job(ServerContext& ctx, DumpJob job) {
   save_record(ctx, r, indexed);
 
   const auto sig = r.signal ? signal_name(*r.signal) : std::string("?");
+  if (!log_limiter().allow(r.state == DumpState::Complete ? "dump stored" : "dump not stored")) return;
   if (r.state == DumpState::Complete)
     spdlog::info("dump {}: pid {} ({}) {} stored, {} bytes -> {} bytes", r.id, r.pid, escape_for_log(r.comm), sig,
                  r.core_size, r.stored_size);

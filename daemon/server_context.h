@@ -30,6 +30,7 @@ struct ServerContext {
   std::string boot_id;
   Stats& stats;
   std::atomic<int> in_flight{0};     ///< sessions not yet finished
+  std::atomic<int> dumps_in_flight{0};  ///< dump jobs queued or running (bounded by max_concurrent_dumps)
 
   /// The configuration in force; a snapshot is taken per session, so a reload never changes a
   /// dump half-way.

@@ -13,6 +13,9 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/dump_job.h"
+#include "daemon/log_limiter.h"
+#include "daemon/logging.h"
+#include "daemon/store_health.h"
 #include "daemon/proc_dir.h"
 #include "protocol/marker.h"
 #include "protocol/request.h"
@@ -60,6 +63,10 @@ void Session::start() {
     record_.pid = i.tgid;
     record_.uid = i.ruid, record_.gid = i.rgid, record_.euid = i.euid, record_.egid = i.egid;
     record_.coredump_mask = i.coredump_mask;
+    // A later query path for unprivileged users may show a dump to its owner only if the kernel
+    // dumped it as that user (PIDFD_COREDUMP_USER), never a setuid/secure-exec one (ROOT).
+    record_.extra["owner_may_read"] =
+        (i.coredump_mask & PIDFD_COREDUMP_USER) != 0 && (i.coredump_mask & PIDFD_COREDUMP_ROOT) == 0;
     record_.extra["cgroup_id"] = i.cgroupid;
     if (i.mask & PIDFD_INFO_COREDUMP_SIGNAL) record_.signal = static_cast<int>(i.coredump_signal);
   }
@@ -67,6 +74,7 @@ void Session::start() {
   if (!peer_.is_crashing_task()) {
     if (!config_->allow_unverified_peers) {
       ++ctx_.stats.impostors;
+      quiet_ = !log_limiter().allow("impostor");
       const std::string why = peer_.info ? "coredump_mask " + std::to_string(peer_.info->coredump_mask) +
                                                " lacks PIDFD_COREDUMPED"
                                          : peer_.error;
@@ -184,7 +192,8 @@ void Session::send_ack() {
     record_.extra["environ"] = std::move(env);
   }
   std::string why;
-  const protocol::Wants wants = wants_for(policy_, facts_, why);
+  protocol::Wants wants = wants_for(policy_, facts_, why);
+  if (wants.mode == protocol::Mode::Kernel) refuse_core_if_unable(wants, why);
   if (!why.empty()) record_.reason = why;
   std::string error;
   auto negotiation = protocol::negotiate(req_, wants, config_->close_files_bit, error);
@@ -217,6 +226,25 @@ void Session::send_ack() {
     if (ec) return self->abort("sending coredump_ack: " + ec.message());
     self->read_marker();
   });
+}
+
+// A core the store cannot take, or one beyond capacity, must not make the kernel stream: decide
+// before the ack. Checks are a couple of syscalls; a full store is the vacuum's business.
+void Session::refuse_core_if_unable(protocol::Wants& wants, std::string& why) {
+  if (auto problem = store_problem(ctx_.store_dirfd)) {
+    ++ctx_.stats.store_unavailable;
+    wants.mode = protocol::Mode::Reject;
+    why = *problem;
+    if (log_limiter().allow("store unavailable")) spdlog::error("pid {}: rejecting the dump: {}", record_.pid, why);
+    return;
+  }
+  if (ctx_.dumps_in_flight.load() >= config_->max_concurrent_dumps) {
+    ++ctx_.stats.overloaded;
+    wants.mode = config_->overload_action == Action::Reject ? protocol::Mode::Reject : protocol::Mode::Userspace;
+    wants.wait = false;
+    why = "overload: " + std::to_string(config_->max_concurrent_dumps) + " dumps already in flight";
+    if (log_limiter().allow("overload")) spdlog::warn("pid {}: {}", record_.pid, why);
+  }
 }
 
 void Session::read_marker() {
@@ -267,10 +295,12 @@ void Session::on_marker() {
     case protocol::Mode::Kernel:
       break;
   }
+  ++ctx_.dumps_in_flight;
   DumpJob job{UniqueFd(socket_.release()), std::move(peer_.pidfd), std::move(record_), std::move(facts_),
               negotiation_, policy_, config_};
   asio::post(ctx_.dumps, [&ctx = ctx_, job = std::move(job), self = shared_from_this()]() mutable {
     run_dump_job(ctx, std::move(job));
+    --ctx.dumps_in_flight;
   });
 }
 
@@ -297,10 +327,9 @@ void Session::on_deadline() {
 void Session::abort(const std::string& reason, bool warn) {
   state_ = State::Done;
   deadline_.cancel();
-  if (warn)
-    spdlog::warn("pid {} ({}): {}", record_.pid, record_.id, reason);
-  else
-    spdlog::info("pid {} ({}): {}", record_.pid, record_.id, reason);
+  if (!quiet_)
+    spdlog::log(warn ? spdlog::level::warn : spdlog::level::info, "pid {} ({}): {}", record_.pid, record_.id,
+                escape_for_log(reason));
   error_code ignored;
   socket_.close(ignored);
 }

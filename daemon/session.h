@@ -53,6 +53,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void collect();
   void on_collected(HandshakeFacts facts);
   void send_ack();
+  void refuse_core_if_unable(protocol::Wants& wants, std::string& why);
   void read_marker();
   void on_marker();
   void on_deadline();
@@ -76,6 +77,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::array<std::byte, protocol::MARKER_SIZE> marker_buf_{};
   HandshakeFacts facts_;
   Policy policy_;
+  bool quiet_ = false;  // the log limiter suppressed this session's lines (flood)
   DumpRecord record_;
 };
 

@@ -19,12 +19,15 @@ struct Stats {
   std::atomic<std::uint64_t> failed{0};           ///< dumps that ended in Failed
   std::atomic<std::uint64_t> rejected{0};         ///< REJECT acked by policy
   std::atomic<std::uint64_t> metadata_only{0};
+  std::atomic<std::uint64_t> overloaded{0};        ///< crashes turned away by max_concurrent_dumps
+  std::atomic<std::uint64_t> store_unavailable{0}; ///< crashes rejected: store read-only/removed/full
 
   /// One line for sd_notify STATUS= and the shutdown log.
   std::string summary() const {
     return "stored " + std::to_string(stored) + ", truncated " + std::to_string(truncated) + ", failed " +
            std::to_string(failed) + ", rejected " + std::to_string(rejected) + ", impostors " +
-           std::to_string(impostors) + ", bad requests " + std::to_string(bad_requests);
+           std::to_string(impostors) + ", bad requests " + std::to_string(bad_requests) + ", overloaded " +
+           std::to_string(overloaded) + ", store unavailable " + std::to_string(store_unavailable);
   }
 };
 

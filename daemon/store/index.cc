@@ -392,6 +392,14 @@ std::optional<DumpRecord> Index::get(const std::string& id) const {
   return read_record(st, path_);
 }
 
+bool Index::remove(const std::string& id) {
+  std::lock_guard lock(mu_);
+  Stmt st(db_, path_, "DELETE FROM dumps WHERE id = ?1");
+  st.bind_text(1, id);
+  st.step("remove");
+  return sqlite3_changes(db_) == 1;
+}
+
 int Index::mark_in_progress_interrupted(const std::string& reason) {
   std::lock_guard lock(mu_);
   Stmt st(db_, path_, "UPDATE dumps SET state = ?1, reason = ?2 WHERE state = ?3");

@@ -69,6 +69,9 @@ class Index {
   std::vector<DumpRecord> list() const;
   /// The record with this id, or std::nullopt. Throws IndexError like list().
   std::optional<DumpRecord> get(const std::string& id) const;
+  /// Deletes the row with this id (retention's max_age). Returns false if there was no such row.
+  /// Throws IndexError on a read-only index or an SQLite failure.
+  bool remove(const std::string& id);
   /// Marks every InProgress row Interrupted with `reason` (called at daemon start). Returns how
   /// many. Throws IndexError.
   int mark_in_progress_interrupted(const std::string& reason);

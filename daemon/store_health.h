@@ -1,0 +1,18 @@
+// Whether the store can take a core right now.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace coredumpd {
+
+/// Bytes below which the store's filesystem counts as full for a new dump (the vacuum keeps the
+/// configured keep_free; this is the last line).
+inline constexpr unsigned long long kStoreMinFreeBytes = 1ULL << 20;
+
+/// Why the store at `store_dirfd` cannot take a core now — read-only filesystem, directory removed,
+/// filesystem full (< kStoreMinFreeBytes available) — or std::nullopt if it can. Two syscalls
+/// (fstat, fstatvfs); safe to call in the handshake.
+std::optional<std::string> store_problem(int store_dirfd);
+
+}  // namespace coredumpd
