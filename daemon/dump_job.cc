@@ -102,16 +102,24 @@ class CoreSink {
   /// Declares the end of the core (the note scanner reports what never arrived).
   void finish() { scanner_.finish(); }
 
-  /// Commits the file unless storing failed. Returns the stored size in bytes.
+  /// Commits the file unless storing failed, then releases it either way (a discarded temporary
+  /// file frees its space at once: on a full disk the index update needs it). Returns the stored
+  /// size in bytes.
   std::uint64_t commit() {
-    if (!error_.empty() || !writer_) return 0;
-    try {
-      return writer_->commit();
-    } catch (const StoreError& e) {
-      error_ = e.what();
-      return 0;
+    std::uint64_t stored = 0;
+    if (error_.empty() && writer_) {
+      try {
+        stored = writer_->commit();
+      } catch (const StoreError& e) {
+        error_ = e.what();
+      }
     }
+    writer_.reset();
+    return stored;
   }
+
+  /// Drops the temporary file without committing it.
+  void discard() { writer_.reset(); }
 
   const std::string& error() const { return error_; }
   bool cut() const { return stored_ < total_; }  ///< the size limit cut the core short
@@ -221,7 +229,8 @@ void run_dump_job(ServerContext& ctx, DumpJob job) {
   r.core_size = sink.total();
   apply_core_facts(sink.facts(), job.facts, r);
   const bool malformed = records && decoder.failed();
-  const std::uint64_t stored = malformed ? 0 : sink.commit();  // a malformed stream is never kept
+  if (malformed) sink.discard();  // a malformed stream is never kept
+  const std::uint64_t stored = sink.commit();
 
   std::string truncation;
   if (!drained.eof && !malformed) truncation = drained.error;

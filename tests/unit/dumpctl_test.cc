@@ -42,7 +42,9 @@ std::string make_id(int n) {
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 void write_file(const std::string& path, const std::string& data) {

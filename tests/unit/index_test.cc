@@ -258,7 +258,16 @@ TEST_F(IndexTest, MarkInProgressInterrupted) {
 
 TEST_F(IndexTest, FilePropertiesAndPragmas) {
   const mode_t old = ::umask(022);
-  { Index idx(dir_, true); }
+  {
+    Index idx(dir_, true);
+    idx.insert(sample(0, 0));
+    // While open, the WAL and shared-memory files exist; SQLite gives them the database's mode.
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      struct stat sb {};
+      ASSERT_EQ(::stat((Index::db_path(dir_) + suffix).c_str(), &sb), 0) << suffix;
+      EXPECT_EQ(sb.st_mode & 0777, 0640U) << suffix;
+    }
+  }
   ::umask(old);
   struct stat sb {};
   ASSERT_EQ(::stat(Index::db_path(dir_).c_str(), &sb), 0);
@@ -289,7 +298,7 @@ TEST_F(IndexTest, FilePropertiesAndPragmas) {
   }
   {
     Index idx(dir_, true);
-    EXPECT_EQ(idx.list().size(), 1U);
+    EXPECT_EQ(idx.list().size(), 2U);
   }
 }
 

@@ -1,0 +1,148 @@
+// `dumpctl debug`: run a debugger on a decompressed copy of the core.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "cli/core_file.h"
+#include "cli/dumpctl.h"
+#include "cli/format.h"
+#include "cli/match.h"
+#include "cli/temp_file.h"
+#include "daemon/store/index.h"
+
+namespace coredumpd::cli {
+
+namespace {
+
+constexpr const char* kDeletedSuffix = " (deleted)";
+
+/// Directory for the decompressed core: $TMPDIR, else /var/tmp (cores are large; /tmp is often a
+/// small tmpfs).
+std::string temp_dir() {
+  const char* env = std::getenv("TMPDIR");
+  return env != nullptr && env[0] != '\0' ? env : "/var/tmp";
+}
+
+/// The executable to hand to the debugger, or "" if it is gone, replaced or not a safe argument.
+std::string usable_exe(const std::string& exe) {
+  if (exe.empty() || exe[0] != '/') return "";  // never pass something that looks like an option
+  if (exe.ends_with(kDeletedSuffix)) return "";
+  struct stat sb {};
+  if (::stat(exe.c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) return "";
+  return exe;
+}
+
+/// Restores SIGINT and SIGQUIT on scope exit after ignoring them, as system() does: Ctrl-C belongs
+/// to the debugger, and dumpctl must survive it to remove the temporary core.
+class IgnoreInteractiveSignals {
+ public:
+  IgnoreInteractiveSignals() {
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGINT, &ign, &old_int_);
+    sigaction(SIGQUIT, &ign, &old_quit_);
+  }
+  ~IgnoreInteractiveSignals() { restore(); }
+  IgnoreInteractiveSignals(const IgnoreInteractiveSignals&) = delete;
+  IgnoreInteractiveSignals& operator=(const IgnoreInteractiveSignals&) = delete;
+  /// Puts the previous dispositions back (also called in the child before exec).
+  void restore() const {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGQUIT, &old_quit_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_quit_ {};
+};
+
+/// Runs argv[0] (PATH search) with `argv` and waits. Returns its exit status, 1 if it was killed.
+/// Throws DumpctlError if it could not be started.
+int run_and_wait(const std::vector<std::string>& argv) {
+  std::vector<char*> cargv;
+  cargv.reserve(argv.size() + 1);
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+
+  // A close-on-exec pipe tells the parent whether execvp failed, and with which errno.
+  int pipefd[2];
+  if (::pipe2(pipefd, O_CLOEXEC) != 0)
+    throw DumpctlError(std::string("pipe: ") + std::strerror(errno));
+  const IgnoreInteractiveSignals guard;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int e = errno;
+    ::close(pipefd[0]);
+    ::close(pipefd[1]);
+    throw DumpctlError(std::string("fork: ") + std::strerror(e));
+  }
+  if (pid == 0) {
+    guard.restore();
+    ::close(pipefd[0]);
+    ::execvp(cargv[0], cargv.data());
+    const int e = errno;
+    [[maybe_unused]] const ssize_t w = ::write(pipefd[1], &e, sizeof e);
+    ::_exit(127);
+  }
+  ::close(pipefd[1]);
+  int exec_errno = 0;
+  ssize_t got = 0;
+  do {
+    got = ::read(pipefd[0], &exec_errno, sizeof exec_errno);
+  } while (got < 0 && errno == EINTR);
+  ::close(pipefd[0]);
+
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw DumpctlError(std::string("waitpid: ") + std::strerror(errno));
+  }
+  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+    throw DumpctlError("cannot run " + escape_for_display(argv[0]) + ": " +
+                       std::strerror(exec_errno));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace
+
+int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io) {
+  if (o.debugger.empty()) throw DumpctlError("--debugger must not be empty");
+  const Index index(g.store, /*writable=*/false);
+  const std::vector<DumpRecord> records = index.list();
+  const DumpRecord& r = select_dump(records, o.match);
+  require_core_file(g.store, r);
+  if (r.state == DumpState::Truncated) {
+    io.err << "dumpctl: warning: the core of coredump " << escape_for_display(r.id)
+           << " is truncated; the debugger will see missing memory\n";
+  }
+
+  TempFile core(temp_dir(), "dumpctl-core-");
+  const std::string shown = escape_for_display(core.path());
+  extract_core(g.store, r,
+               [&](const char* p, std::size_t n) { write_all(core.fd(), p, n, shown); });
+  core.close();
+
+  std::vector<std::string> argv{o.debugger};
+  argv.insert(argv.end(), o.args.begin(), o.args.end());
+  if (const std::string exe = usable_exe(r.exe); !exe.empty()) {
+    argv.push_back(exe);
+  } else {
+    io.err << "dumpctl: warning: executable " << escape_for_display(r.exe)
+           << " is gone; running the debugger on the core alone\n";
+  }
+  argv.push_back("-c");
+  argv.push_back(core.path());
+
+  io.out.flush();
+  io.err.flush();
+  return run_and_wait(argv);
+}
+
+}  // namespace coredumpd::cli

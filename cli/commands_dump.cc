@@ -1,0 +1,95 @@
+// `dumpctl dump`: the original core bytes, to a file or standard output.
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include "cli/core_file.h"
+#include "cli/dumpctl.h"
+#include "cli/format.h"
+#include "cli/match.h"
+#include "cli/temp_file.h"
+#include "daemon/store/index.h"
+
+namespace coredumpd::cli {
+
+namespace {
+
+std::string dir_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+/// Follows a symlink at `target` so that the rename replaces the file it points to, not the link.
+std::string resolve_target(const std::string& target) {
+  struct stat sb {};
+  if (::lstat(target.c_str(), &sb) != 0 || !S_ISLNK(sb.st_mode)) return target;
+  const std::unique_ptr<char, decltype(&::free)> real(::realpath(target.c_str(), nullptr), &::free);
+  return real ? std::string(real.get()) : target;
+}
+
+/// Writes the core to an existing non-regular file (a FIFO, /dev/null, ...) in place.
+void write_to_special(const std::string& store, const DumpRecord& r, const std::string& target) {
+  const std::string shown = escape_for_display(target);
+  const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw DumpctlError("cannot open " + shown + ": " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (::isatty(fd) != 0) throw DumpctlError("refusing to write a core dump to a terminal");
+  extract_core(store, r, [&](const char* p, std::size_t n) { write_all(fd, p, n, shown); });
+}
+
+/// Writes the core to a regular file: a temporary file next to it, renamed into place on success.
+void write_to_file(const std::string& store, const DumpRecord& r, const std::string& output) {
+  const std::string target = resolve_target(output);
+  struct stat sb {};
+  if (::stat(target.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    if (S_ISDIR(sb.st_mode)) throw DumpctlError(escape_for_display(output) + " is a directory");
+    write_to_special(store, r, target);
+    return;
+  }
+  TempFile tmp(dir_of(target), ".dumpctl-");
+  const std::string shown = escape_for_display(tmp.path());
+  extract_core(store, r, [&](const char* p, std::size_t n) { write_all(tmp.fd(), p, n, shown); });
+  tmp.rename_to(target);
+}
+
+}  // namespace
+
+int cmd_dump(const GlobalOptions& g, const DumpOptions& o, const Io& io) {
+  const Index index(g.store, /*writable=*/false);
+  const std::vector<DumpRecord> records = index.list();
+  const DumpRecord& r = select_dump(records, o.match);
+  require_core_file(g.store, r);  // fail before creating any output
+  if (r.state == DumpState::Truncated) {
+    io.err << "dumpctl: warning: the core of coredump " << escape_for_display(r.id)
+           << " is truncated\n";
+  }
+
+  if (!o.output.empty() && o.output != "-") {
+    write_to_file(g.store, r, o.output);
+    return 0;
+  }
+  if (io.out_is_tty) {
+    throw DumpctlError(
+        "refusing to write a core dump to a terminal: use -o FILE or redirect standard output");
+  }
+  extract_core(g.store, r, [&](const char* p, std::size_t n) {
+    io.out.write(p, static_cast<std::streamsize>(n));
+    if (!io.out) throw DumpctlError("cannot write to standard output");
+  });
+  io.out.flush();
+  if (!io.out) throw DumpctlError("cannot write to standard output");
+  return 0;
+}
+
+}  // namespace coredumpd::cli

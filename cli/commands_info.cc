@@ -1,0 +1,135 @@
+// `dumpctl info`: every field of one dump.
+#include <sstream>
+
+#include "cli/core_file.h"
+#include "cli/dumpctl.h"
+#include "cli/format.h"
+#include "cli/json_output.h"
+#include "cli/match.h"
+#include "daemon/store/index.h"
+
+namespace coredumpd::cli {
+
+namespace {
+
+constexpr std::size_t kLabelWidth = 15;
+
+/// Prints "   Label: value"; further lines of `value` (split at '\n') are indented under it.
+/// `value` must already be safe to print (escaped).
+void field(std::ostream& out, const std::string& label, const std::string& value) {
+  std::string line(kLabelWidth > label.size() ? kLabelWidth - label.size() : 0, ' ');
+  line += label + ": ";
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t nl = value.find('\n', start);
+    line.append(value, start, nl == std::string::npos ? std::string::npos : nl - start);
+    out << line << '\n';
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+    line.assign(kLabelWidth + 2, ' ');
+  }
+}
+
+/// Escapes a possibly multi-line value line by line (one trailing newline is dropped), so that
+/// e.g. a cgroup v1 file shows as several indented lines instead of "\n" escapes.
+std::string escape_lines(std::string_view v) {
+  if (!v.empty() && v.back() == '\n') v.remove_suffix(1);
+  std::string out;
+  for (;;) {
+    const std::size_t nl = v.find('\n');
+    out += escape_for_display(v.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    out.push_back('\n');
+    v.remove_prefix(nl + 1);
+  }
+  return out;
+}
+
+std::string id_pair(std::int64_t real, std::int64_t effective) {
+  const auto show = [](std::int64_t v) { return v >= 0 ? std::to_string(v) : std::string("?"); };
+  return show(real) + " (effective " + show(effective) + ")";
+}
+
+std::string size_text(std::uint64_t bytes) {
+  return format_size(bytes) + " (" + std::to_string(bytes) + " bytes)";
+}
+
+/// The warning for a dump whose core is not fully usable, or "" if there is nothing to warn about.
+std::string warning_for(const DumpRecord& r, CoreStatus status) {
+  const std::string why = r.reason.empty() ? "" : ": " + escape_for_display(r.reason);
+  switch (status) {
+    case CoreStatus::Truncated:
+      return "the core of this dump is truncated" + why + "; a debugger will see missing memory";
+    case CoreStatus::Failed: return "no usable core was stored for this dump" + why;
+    case CoreStatus::Interrupted:
+      return "the daemon stopped while receiving this dump; there is no core" + why;
+    case CoreStatus::Missing: return "the core file of this dump is missing from the store";
+    case CoreStatus::InProgress: return "this dump is still being received";
+    case CoreStatus::Present:
+    case CoreStatus::None: break;
+  }
+  return "";
+}
+
+}  // namespace
+
+int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
+  const Index index(g.store, /*writable=*/false);
+  const std::vector<DumpRecord> records = index.list();
+  const DumpRecord& r = select_dump(records, o.match);
+  const CoreStatus status = core_status(g.store, r);
+  const std::string warning = warning_for(r, status);
+  if (!warning.empty()) io.err << "dumpctl: warning: " << warning << '\n';
+
+  if (o.json) {
+    print_json(to_json(r), io);
+    return 0;
+  }
+
+  std::ostream& out = io.out;
+  field(out, "ID", escape_for_display(r.id));
+  field(out, "PID", std::to_string(r.pid) + " (" + escape_for_display(r.comm) + ")");
+  if (r.tid || r.crashing_tid_ns) {
+    std::string tid = r.tid ? std::to_string(*r.tid) : "?";
+    if (r.crashing_tid_ns)
+      tid += " (" + std::to_string(*r.crashing_tid_ns) + " in its pid namespace)";
+    field(out, "TID", tid);
+  }
+  field(out, "UID", id_pair(r.uid, r.euid));
+  field(out, "GID", id_pair(r.gid, r.egid));
+  field(out, "Signal",
+        r.signal ? std::to_string(*r.signal) + " (" + signal_name(*r.signal) + ")" : "unknown");
+  field(out, "Timestamp",
+        format_timestamp(r.timestamp_us, true) + " (" + std::to_string(r.timestamp_us) +
+            " us since the epoch)");
+  field(out, "Command Line", r.argv.empty() ? "(empty)" : shell_join(r.argv));
+  field(out, "Executable", escape_for_display(r.exe));
+  field(out, "Comm", escape_for_display(r.comm));
+  field(out, "Working Dir", escape_for_display(r.cwd));
+  field(out, "Control Group", escape_lines(r.cgroup));
+  field(out, "Hostname", escape_for_display(r.hostname));
+  field(out, "Boot ID", escape_for_display(r.boot_id));
+  field(out, "Coredump Mask", describe_coredump_mask(r.coredump_mask));
+  std::string state = state_name(r.state);
+  if (!r.reason.empty()) state += " (" + escape_for_display(r.reason) + ")";
+  field(out, "State", state);
+  field(out, "Core Size", size_text(r.core_size));
+  field(out, "Stored Size", size_text(r.stored_size));
+  field(out, "Compression", r.compression.empty() ? "none" : escape_for_display(r.compression));
+  if (const auto path = core_file_path(g.store, r)) {
+    field(out, "Storage", escape_for_display(*path) + " (" + core_status_name(status) + ")");
+  } else {
+    field(out, "Storage", std::string("none (") + core_status_name(status) + ")");
+  }
+  if (!r.extra.is_null() && !(r.extra.is_object() && r.extra.empty())) {
+    // JSON escapes C0 controls inside strings; sanitize_json_text() also escapes C1 controls and
+    // bidi overrides, which JSON leaves raw.
+    field(
+        out, "Extra",
+        sanitize_json_text(r.extra.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));
+  }
+  if (!warning.empty()) field(out, "Warning", warning);
+  return out ? 0 : 1;
+}
+
+}  // namespace coredumpd::cli

@@ -1,0 +1,123 @@
+// `dumpctl list`: one line per dump, or a JSON array.
+#include <algorithm>
+#include <array>
+
+#include "cli/core_file.h"
+#include "cli/dumpctl.h"
+#include "cli/format.h"
+#include "cli/json_output.h"
+#include "daemon/store/index.h"
+
+namespace coredumpd::cli {
+
+namespace {
+
+constexpr std::size_t kIdColumnChars = 12;
+
+enum class Align { Left, Right };
+
+struct Column {
+  const char* title;
+  Align align;
+};
+
+constexpr std::array<Column, 8> kColumns{{
+    {"TIME", Align::Left},
+    {"ID", Align::Left},
+    {"PID", Align::Right},
+    {"UID", Align::Right},
+    {"SIG", Align::Left},
+    {"COREFILE", Align::Left},
+    {"EXE", Align::Left},
+    {"SIZE", Align::Right},
+}};
+
+using Row = std::array<std::string, kColumns.size()>;
+
+std::int64_t parse_bound(const std::optional<std::string>& spec, const char* option) {
+  const auto t = parse_time_spec(*spec);
+  if (!t) {
+    throw DumpctlError(std::string("invalid ") + option + " time '" + escape_for_display(*spec) +
+                       "' (want YYYY-MM-DD [HH:MM[:SS]], @SECONDS, now, today or yesterday)");
+  }
+  return *t;
+}
+
+Row make_row(const std::string& store, const DumpRecord& r) {
+  const CoreStatus status = core_status(store, r);
+  const bool has_file = status == CoreStatus::Present || status == CoreStatus::Truncated;
+  // The exe path, or the comm in brackets when the exe is unknown (kernel threads, early exits).
+  const std::string exe = !r.exe.empty()    ? escape_for_display(r.exe)
+                          : !r.comm.empty() ? "[" + escape_for_display(r.comm) + "]"
+                                            : "-";
+  return Row{
+      format_timestamp(r.timestamp_us, false),
+      escape_for_display(r.id.substr(0, kIdColumnChars)),
+      std::to_string(r.pid),
+      r.uid >= 0 ? std::to_string(r.uid) : "-",
+      r.signal ? signal_name(*r.signal) : "-",
+      core_status_name(status),
+      exe,
+      has_file ? format_size(r.stored_size) : "-",
+  };
+}
+
+void print_table(const std::vector<Row>& rows, std::ostream& out) {
+  std::array<std::size_t, kColumns.size()> width{};
+  for (std::size_t c = 0; c < kColumns.size(); ++c) width[c] = display_width(kColumns[c].title);
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c)
+      width[c] = std::max(width[c], display_width(row[c]));
+  }
+  const auto print_row = [&](const auto& cells) {
+    std::string line;
+    for (std::size_t c = 0; c < kColumns.size(); ++c) {
+      const std::string cell = cells[c];
+      const std::size_t pad = width[c] - display_width(cell);
+      const bool last = c + 1 == kColumns.size();
+      if (c > 0) line.push_back(' ');
+      if (kColumns[c].align == Align::Right) line.append(pad, ' ');
+      line += cell;
+      if (kColumns[c].align == Align::Left && !last) line.append(pad, ' ');
+    }
+    out << line << '\n';
+  };
+  std::array<std::string, kColumns.size()> header;
+  for (std::size_t c = 0; c < kColumns.size(); ++c) header[c] = kColumns[c].title;
+  print_row(header);
+  for (const auto& row : rows) print_row(row);
+}
+
+}  // namespace
+
+int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
+  const std::optional<std::int64_t> since =
+      o.since ? std::optional(parse_bound(o.since, "--since")) : std::nullopt;
+  const std::optional<std::int64_t> until =
+      o.until ? std::optional(parse_bound(o.until, "--until")) : std::nullopt;
+
+  const Index index(g.store, /*writable=*/false);
+  std::vector<DumpRecord> records = index.list();
+  std::erase_if(records, [&](const DumpRecord& r) {
+    return (since && r.timestamp_us < *since) || (until && r.timestamp_us > *until);
+  });
+  if (o.reverse) std::reverse(records.begin(), records.end());
+
+  if (o.json) {
+    auto arr = nlohmann::json::array();
+    for (const auto& r : records) arr.push_back(to_json(r));
+    print_json(arr, io);
+    return 0;
+  }
+  if (records.empty()) {
+    io.err << "No coredumps found.\n";
+    return 1;
+  }
+  std::vector<Row> rows;
+  rows.reserve(records.size());
+  for (const auto& r : records) rows.push_back(make_row(g.store, r));
+  print_table(rows, io.out);
+  return io.out ? 0 : 1;
+}
+
+}  // namespace coredumpd::cli

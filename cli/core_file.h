@@ -1,0 +1,60 @@
+// A dump's stored core file: where it is, whether it is usable, and streaming decompression.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "daemon/store/dump_record.h"
+
+namespace coredumpd::cli {
+
+/// What `dumpctl list` shows in its COREFILE column.
+enum class CoreStatus {
+  Present,      ///< Complete and the file exists
+  Truncated,    ///< Truncated and the file exists (usable, but cut short)
+  Missing,      ///< Complete/Truncated but the file is not in the store (deleted, vacuumed)
+  Failed,       ///< Failed: no usable core
+  Interrupted,  ///< the daemon died while receiving it
+  None,         ///< no core was meant to be stored (MetadataOnly, Rejected)
+  InProgress,   ///< still being received
+};
+
+/// Column text: "present", "truncated", "missing", "failed", "interrupted", "none", "in progress".
+const char* core_status_name(CoreStatus s);
+
+/// The absolute path of the record's core file, `<store>/<path>`, if the record's state says a core
+/// was stored (Complete or Truncated) and `path` is a plain file name (never "..", never a '/'):
+/// index contents are not trusted to build paths. std::nullopt otherwise. Does not touch the disk.
+std::optional<std::string> core_file_path(const std::string& store, const DumpRecord& r);
+
+/// The record's COREFILE status; checks whether the file exists (stat).
+CoreStatus core_status(const std::string& store, const DumpRecord& r);
+
+/// Receives decompressed bytes; may throw to abort.
+using ByteSink = std::function<void(const char* data, std::size_t size)>;
+
+/// Streams the zstd file at `path` through `sink` with bounded buffers (ZSTD_DStreamInSize /
+/// ZSTD_DStreamOutSize, about 128 KiB each) — memory use does not grow with the core's size,
+/// beyond the frame's window (up to 2 GiB is accepted, for files written with long-distance mode).
+/// Concatenated frames are decoded one after another. Returns the number of bytes produced.
+/// Throws DumpctlError if the file cannot be opened or read, is not zstd, is corrupt, or ends in
+/// the middle of a frame. An empty file decodes to nothing.
+std::uint64_t decompress_zstd_file(const std::string& path, const ByteSink& sink);
+
+/// The record's core file path, checked: throws DumpctlError if the record has no stored core
+/// (its state and reason are named), uses a compression other than "zstd", or its file is missing.
+std::string require_core_file(const std::string& store, const DumpRecord& r);
+
+/// Decompresses the record's core through `sink`: require_core_file(), decompress_zstd_file(), and
+/// for Complete dumps a check that exactly `core_size` bytes came out. Returns the byte count.
+/// Throws DumpctlError; bytes already passed to `sink` are then not a valid core.
+std::uint64_t extract_core(const std::string& store, const DumpRecord& r, const ByteSink& sink);
+
+/// Writes all `size` bytes to `fd`, retrying on EINTR and short writes. Throws DumpctlError naming
+/// `what` (e.g. the output file) on failure.
+void write_all(int fd, const char* data, std::size_t size, const std::string& what);
+
+}  // namespace coredumpd::cli

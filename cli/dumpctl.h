@@ -1,0 +1,88 @@
+// dumpctl's commands as a library: the CLI (main.cc) and the tests call dumpctl_main().
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace coredumpd::cli {
+
+/// The store directory used when --store is not given (the daemon's default too).
+inline constexpr const char* kDefaultStore = "/var/lib/coredumpd";
+
+/// A user-facing failure (no match, missing core file, ...). what() is one line without the
+/// "dumpctl: " prefix; dumpctl_main() prints it to the error stream and exits with 1.
+class DumpctlError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Where a command writes. `out` receives tables, JSON, info text and core bytes written to
+/// standard output (binary-safe: written with ostream::write); `err` receives warnings and errors.
+struct Io {
+  std::ostream& out;
+  std::ostream& err;
+  bool out_is_tty = false;  ///< `out` is a terminal: refuse core bytes, escape JSON to ASCII
+};
+
+/// Options that apply to every command.
+struct GlobalOptions {
+  std::string store = kDefaultStore;  ///< store directory holding index.sqlite and <id>.zst files
+};
+
+/// `dumpctl list`.
+struct ListOptions {
+  bool json = false;                 ///< print a JSON array of to_json(record) instead of a table
+  bool reverse = false;              ///< newest first
+  std::optional<std::string> since;  ///< only dumps at or after this time (parse_time_spec())
+  std::optional<std::string> until;  ///< only dumps at or before this time (parse_time_spec())
+};
+
+/// `dumpctl info`.
+struct InfoOptions {
+  std::optional<std::string> match;  ///< id, id prefix, PID, exe path or comm; none: newest dump
+  bool json = false;                 ///< print to_json(record) instead of text
+};
+
+/// `dumpctl dump`.
+struct DumpOptions {
+  std::string match;   ///< see InfoOptions::match
+  std::string output;  ///< file to write; "" or "-" means standard output (`Io::out`)
+};
+
+/// `dumpctl debug`.
+struct DebugOptions {
+  std::string match;              ///< see InfoOptions::match
+  std::string debugger = "gdb";   ///< program run as `<debugger> [args...] [<exe>] -c <core>`
+  std::vector<std::string> args;  ///< extra debugger arguments (given after `--`)
+};
+
+/// Lists dumps as a table (one line per dump, hostile strings escaped) or as JSON.
+/// Returns 0, or 1 when the table would be empty ("No coredumps found." on `err`; JSON prints
+/// "[]" and returns 0). Throws DumpctlError / IndexError.
+int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io);
+
+/// Prints every field of the selected dump, warning on `err` about truncated, failed or interrupted
+/// dumps. Returns 0. Throws DumpctlError when nothing matches, IndexError on index problems.
+int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io);
+
+/// Decompresses the selected dump's core, byte-identical to what the kernel sent, to a file
+/// (written to a temporary name next to it and renamed, so a failure leaves no partial file) or to
+/// `io.out` (refused when `io.out_is_tty`). Returns 0. Throws DumpctlError when the dump has no
+/// core, its file is missing or corrupt, or on write errors.
+int cmd_dump(const GlobalOptions& g, const DumpOptions& o, const Io& io);
+
+/// Decompresses the selected dump's core to a temporary file in $TMPDIR (default /var/tmp), runs
+/// the debugger on it (fork + execvp, SIGINT/SIGQUIT ignored while waiting), and removes the file.
+/// If the executable is gone (or replaced: " (deleted)"), the debugger gets the core alone.
+/// Returns the debugger's exit status (1 if it was killed by a signal). Throws DumpctlError.
+int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io);
+
+/// Parses a full command line (`args[0]` is the program name) with CLI11 and runs the command;
+/// no command means `list`. Every exception becomes "dumpctl: <message>" on `io.err` and exit code
+/// 1; --help prints to `io.out` and returns 0; usage errors return 1.
+int dumpctl_main(const std::vector<std::string>& args, const Io& io);
+
+}  // namespace coredumpd::cli

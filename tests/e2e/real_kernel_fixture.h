@@ -1,0 +1,137 @@
+// The real-kernel test fixture: coredumpd on a temp store, core_pattern pointed at it under the
+// global lock, crashers started with RLIMIT_CORE unlimited (coredumpd honours the limit).
+#pragma once
+
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon/store/index.h"
+#include "tests/support/test_support.h"
+
+namespace coredumpd::test {
+
+// Facts read back from a stored core with elfutils, independently of the daemon's own note scanner.
+struct CoreCheck {
+  bool is_core = false;
+  int prstatus_signal = 0;
+  long prstatus_pid = 0;
+};
+
+inline CoreCheck inspect_core(const std::string& path) {
+  CoreCheck c;
+  elf_version(EV_CURRENT);
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return c;
+  Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+  GElf_Ehdr eh;
+  if (elf && gelf_getehdr(elf, &eh) && eh.e_type == ET_CORE) {
+    c.is_core = true;
+    std::size_t phnum = 0;
+    elf_getphdrnum(elf, &phnum);
+    for (std::size_t i = 0; i < phnum && c.prstatus_pid == 0; ++i) {
+      GElf_Phdr ph;
+      if (!gelf_getphdr(elf, static_cast<int>(i), &ph) || ph.p_type != PT_NOTE) continue;
+      Elf_Data* data = elf_getdata_rawchunk(elf, static_cast<off_t>(ph.p_offset), ph.p_filesz, ELF_T_NHDR);
+      GElf_Nhdr nh;
+      std::size_t off = 0, name_off = 0, desc_off = 0;
+      while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+        if (nh.n_type == NT_PRSTATUS) {
+          const auto* desc = static_cast<const char*>(data->d_buf) + desc_off;
+          std::uint16_t cursig = 0;
+          std::int32_t pid = 0;
+          std::memcpy(&cursig, desc + 12, 2);  // pr_cursig (x86_64 elf_prstatus)
+          std::memcpy(&pid, desc + 32, 4);     // pr_pid
+          c.prstatus_signal = cursig;
+          c.prstatus_pid = pid;
+          break;
+        }
+      }
+    }
+  }
+  if (elf) elf_end(elf);
+  ::close(fd);
+  return c;
+}
+
+class RealKernel : public ::testing::Test {
+ protected:
+  void SetUp() override { start_daemon(); }
+
+  // Starts coredumpd (with `config` JSON, if any) and points core_pattern at it.
+  void start_daemon(const std::string& config = "") {
+    if (auto why = real_kernel_unavailable()) {
+      std::fprintf(stderr, "SKIPPED real-kernel test: %s\n", why->c_str());
+      GTEST_SKIP() << *why;
+    }
+    pattern_.reset();
+    daemon_.reset();
+    dir_ = std::make_unique<TempDir>();
+    socket_ = *dir_ / "coredump.socket";
+    store_ = *dir_ / "store";
+    std::vector<std::string> args;
+    if (!config.empty()) {
+      const std::string path = *dir_ / "config.json";
+      FILE* f = std::fopen(path.c_str(), "w");
+      std::fputs(config.c_str(), f);
+      std::fclose(f);
+      args = {"--config", path};
+    }
+    daemon_ = std::make_unique<Daemon>(COREDUMPD_BIN, socket_, store_, *dir_ / "coredumpd.log", args);
+    pattern_ = std::make_unique<CorePatternLock>("@@" + socket_);
+  }
+
+  void TearDown() override {
+    pattern_.reset();  // restore core_pattern first: nothing else may crash into our socket
+    if (daemon_) {
+      const auto st = daemon_->stop();
+      EXPECT_EQ(st.exit_code(), 0) << "coredumpd did not stop cleanly; log:\n" << daemon_->log();
+      if (HasFailure()) std::fprintf(stderr, "coredumpd log:\n%s\n", daemon_->log().c_str());
+    }
+  }
+
+  // Crashes the crasher with `args` and returns its exit status (bounded: 60 s, then SIGKILL).
+  ExitStatus crash(const std::vector<std::string>& args, pid_t* pid_out) {
+    std::vector<std::string> argv{CRASHER_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const pid_t pid = spawn(argv);
+    *pid_out = pid;
+    return wait_for(pid, 60s);
+  }
+
+  // Waits (bounded, `timeout`) until the dump of `pid` has left InProgress, and returns it.
+  std::optional<DumpRecord> stored_dump_of(pid_t pid, std::chrono::milliseconds timeout = 30s) {
+    std::optional<DumpRecord> found;
+    wait_until(
+        [&] {
+          try {
+            Index index(store_, false);
+            for (auto& r : index.list())
+              if (r.pid == pid && r.state != DumpState::InProgress) found = r;
+          } catch (const IndexError&) {
+          }
+          return found.has_value();
+        },
+        timeout);
+    return found;
+  }
+
+  std::unique_ptr<TempDir> dir_;
+  std::string socket_, store_;
+  std::unique_ptr<Daemon> daemon_;
+  std::unique_ptr<CorePatternLock> pattern_;
+  ScopedCoreLimit core_limit_{RLIM_INFINITY};  // we honour RLIMIT_CORE; Debian defaults to 0
+};
+
+}  // namespace coredumpd::test
