@@ -69,7 +69,7 @@ class RealKernel : public ::testing::Test {
  protected:
   void SetUp() override { start_daemon(); }
 
-  // Starts coredumpd (with `config` JSON, if any) and points core_pattern at it.
+  // Starts coredumpd (with `config` JSON, if any) on a fresh temp dir and points core_pattern at it.
   void start_daemon(const std::string& config = "") {
     if (auto why = real_kernel_unavailable()) {
       std::fprintf(stderr, "SKIPPED real-kernel test: %s\n", why->c_str());
@@ -80,6 +80,13 @@ class RealKernel : public ::testing::Test {
     dir_ = std::make_unique<TempDir>();
     socket_ = *dir_ / "coredump.socket";
     store_ = *dir_ / "store";
+    restart_daemon(config);
+  }
+
+  // (Re)starts coredumpd on the current temp dir and store, e.g. after stopping or killing it.
+  void restart_daemon(const std::string& config = "") {
+    pattern_.reset();
+    if (daemon_) daemon_->stop();
     std::vector<std::string> args;
     if (!config.empty()) {
       const std::string path = *dir_ / "config.json";
@@ -94,7 +101,7 @@ class RealKernel : public ::testing::Test {
 
   void TearDown() override {
     pattern_.reset();  // restore core_pattern first: nothing else may crash into our socket
-    if (daemon_) {
+    if (daemon_ && daemon_->pid() > 0) {
       const auto st = daemon_->stop();
       EXPECT_EQ(st.exit_code(), 0) << "coredumpd did not stop cleanly; log:\n" << daemon_->log();
       if (HasFailure()) std::fprintf(stderr, "coredumpd log:\n%s\n", daemon_->log().c_str());

@@ -151,6 +151,14 @@ ExitStatus Daemon::stop(std::chrono::milliseconds timeout) {
   return st;
 }
 
+ExitStatus Daemon::kill_hard() {
+  if (pid_ <= 0) return {};
+  ::kill(pid_, SIGKILL);
+  const auto st = wait_for(pid_, 10s);
+  pid_ = -1;
+  return st;
+}
+
 std::string Daemon::log() const { return read_file(log_).value_or(""); }
 
 // ---- core_pattern lock ----

@@ -70,6 +70,8 @@ class Daemon {
 
   /// Sends SIGTERM and waits (bounded) for a clean exit. Returns the exit status.
   ExitStatus stop(std::chrono::milliseconds timeout = 30s);
+  /// Sends SIGKILL (a crash of the daemon) and reaps it.
+  ExitStatus kill_hard();
   pid_t pid() const { return pid_; }
   /// The daemon's log so far.
   std::string log() const;
