@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 #include <fstream>
+#include <thread>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -134,6 +135,10 @@ Match parse_match(const std::string& origin, const std::string& prefix, const js
 
 }  // namespace
 
+int default_parallelism() {
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1U, 8U));
+}
+
 Config apply_config_json(const std::string& origin, const std::string& text, Config c) {
   json doc;
   try {
@@ -156,6 +161,8 @@ Config apply_config_json(const std::string& origin, const std::string& text, Con
       c.stream_idle_timeout = std::chrono::milliseconds(get_int(origin, key, v, 100, 3'600'000));
     } else if (key == "listen_backlog") {
       c.listen_backlog = static_cast<int>(get_int(origin, key, v, 16, 65535));
+    } else if (key == "compression_jobs") {
+      c.compression_jobs = static_cast<int>(get_int(origin, key, v, 1, 64));
     } else if (key == "dump_workers") {
       c.dump_workers = static_cast<int>(get_int(origin, key, v, 1, 256));
     } else if (key == "max_concurrent_dumps") {

@@ -19,6 +19,9 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Threads to use for CPU-bound work: the number of CPUs, at least 1 and at most 8.
+int default_parallelism();
+
 /// Everything the daemon is configured with. Defaults are the values a fresh install runs with.
 struct Config {
   std::string socket_path = "/run/coredumpd/coredump.socket";  ///< where the kernel connects (@@PATH)
@@ -29,7 +32,9 @@ struct Config {
   /// Longest a core stream may stall between two reads before the dump is cut short.
   std::chrono::milliseconds stream_idle_timeout{30000};
   int listen_backlog = 4096;   ///< the kernel's connect is non-blocking: a full backlog loses dumps (spec §1.5)
-  int dump_workers = 16;       ///< threads draining and compressing cores (mostly waiting on I/O)
+  int dump_workers = 64;       ///< threads draining core streams (blocked on the socket most of the time)
+  /// Cores compressed at once (each may use compression.threads zstd workers). Default: one per CPU.
+  int compression_jobs = default_parallelism();
   /// Dumps streaming at once beyond which a new crash gets `overload_action` instead of a core.
   /// Each costs ~1 MiB of buffer plus zstd state; the kernel never waits for a free slot.
   int max_concurrent_dumps = 64;

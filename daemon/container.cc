@@ -512,6 +512,14 @@ ContainerInfo identify_cgroup_path(string_view path) {
       }
       continue;
     }
+    // nspawn --keep-unit in its template service (machinectl start): no scope of its own.
+    if (c.starts_with("systemd-nspawn@") && c.ends_with(".service") && c.size() > 15 + 8) {
+      clear_container(info);
+      info.runtime = "systemd-nspawn";
+      info.name = systemd_unescape(c.substr(15, c.size() - 15 - 8));
+      info.monitor = next == "supervisor";
+      continue;
+    }
   }
   if (info.runtime.empty() && !info.unit.empty()) info.runtime = "systemd";
   return info;

@@ -143,8 +143,8 @@ struct CgroupLine {
 /// v2 line of a removed cgroup.
 std::vector<CgroupLine> parse_cgroup_file(std::string_view text);
 
-/// What one cgroup path says (the container-related fields of ContainerInfo; the rest are left
-/// empty). Recognised, by component, the innermost match winning (docker-in-docker, containers in
+/// What one cgroup path says: fills runtime, engine, id, name, pod_uid, monitor, unit, slice,
+/// user_unit, user_slice and owner_uid of a ContainerInfo, leaving the rest empty. Recognised, by component, the innermost match winning (docker-in-docker, containers in
 /// an nspawn machine, kind's nodes):
 ///  - docker (moby): cgroupfs driver `/docker/<64hex>` (libcontainer's default cgroup parent
 ///    "/docker"); systemd driver `docker-<64hex>.scope` (scope prefix "docker", under system.slice,
@@ -169,7 +169,9 @@ std::vector<CgroupLine> parse_cgroup_file(std::string_view text);
 ///    LXD, Incus), monitor in `/lxc.monitor.<name>` or `/lxc.monitor/<name>`.
 ///  - systemd-nspawn, and anything registered with systemd-machined: `machine-<name>.scope`
 ///    (machined's scope name: "machine-" + unit_name_escape(name) + ".scope", so '-' is `\x2d`),
-///    the payload in it or under `payload/`, nspawn itself under `supervisor/` (monitor). libvirt
+///    the payload in it or under `payload/`, nspawn itself under `supervisor/` (monitor); with
+///    --keep-unit (machinectl start) `systemd-nspawn@<name>.service` with the same subgroups
+///    (create_subcgroup() in src/nspawn/nspawn-cgroup.c). libvirt
 ///    registers "qemu-<n>-<domain>" and "lxc-<n>-<domain>" machines: runtime "libvirt-qemu" and
 ///    "libvirt-lxc" with name <domain>.
 ///  - systemd units: see ContainerInfo::unit; runtime "systemd" when a unit is found and nothing

@@ -25,7 +25,7 @@ class StoreError : public std::runtime_error {
 /// Compression settings for one core.
 struct CompressionOptions {
   int level = 3;    ///< zstd level (1..19)
-  int threads = 1;  ///< zstd worker threads; 0 compresses on the calling thread
+  int threads = 2;  ///< zstd worker threads; 0 compresses on the calling thread
 };
 
 /// Streams one core into `<store>/<name>` through zstd.

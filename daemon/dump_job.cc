@@ -1,10 +1,15 @@
 #include "daemon/dump_job.h"
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <boost/asio/post.hpp>
+
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <cstring>
 #include <vector>
 
@@ -14,6 +19,7 @@
 #include "daemon/log_limiter.h"
 #include "daemon/logging.h"
 #include "daemon/proc_dir.h"
+#include "daemon/spool.h"
 #include "protocol/core_notes.h"
 #include "protocol/records.h"
 
@@ -69,85 +75,6 @@ DrainResult drain(int fd, std::chrono::milliseconds idle, Sink&& sink) {
   }
 }
 
-// Where the core's bytes go: the note scanner (for the signal and crashing thread) and the
-// compressed file, up to the policy's size limit. Store errors stop storing, not reading.
-class CoreSink {
- public:
-  CoreSink(int store_dirfd, const std::string& name, const Policy& policy, int threads)
-      : limit_(policy.max_core_bytes.value_or(UINT64_MAX)) {
-    try {
-      writer_.emplace(store_dirfd, name, CompressionOptions{policy.compression_level, threads});
-    } catch (const StoreError& e) {
-      error_ = e.what();
-    }
-  }
-
-  void data(std::span<const std::byte> bytes) {
-    if (!scanner_.done()) scanner_.feed(bytes);
-    total_ += bytes.size();
-    store(bytes.size(), [&](std::uint64_t n) { writer_->write(bytes.first(static_cast<std::size_t>(n))); });
-  }
-
-  void zeros(std::uint64_t len) {
-    static const std::vector<std::byte> zero_page(64 * 1024);
-    for (std::uint64_t left = len; left > 0 && !scanner_.done();) {  // holes inside the notes are rare
-      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, zero_page.size()));
-      scanner_.feed(std::span(zero_page.data(), n));
-      left -= n;
-    }
-    total_ += len;
-    store(len, [&](std::uint64_t n) { writer_->write_zeros(n); });
-  }
-
-  /// Declares the end of the core (the note scanner reports what never arrived).
-  void finish() { scanner_.finish(); }
-
-  /// Commits the file unless storing failed, then releases it either way (a discarded temporary
-  /// file frees its space at once: on a full disk the index update needs it). Returns the stored
-  /// size in bytes.
-  std::uint64_t commit() {
-    std::uint64_t stored = 0;
-    if (error_.empty() && writer_) {
-      try {
-        stored = writer_->commit();
-      } catch (const StoreError& e) {
-        error_ = e.what();
-      }
-    }
-    writer_.reset();
-    return stored;
-  }
-
-  /// Drops the temporary file without committing it.
-  void discard() { writer_.reset(); }
-
-  const std::string& error() const { return error_; }
-  bool cut() const { return stored_ < total_; }  ///< the size limit cut the core short
-  std::uint64_t total() const { return total_; }
-  std::uint64_t stored() const { return stored_; }
-  const protocol::CoreFacts& facts() const { return scanner_.facts(); }
-
- private:
-  template <typename Write>
-  void store(std::uint64_t len, Write&& write) {
-    if (!error_.empty() || stored_ >= limit_) return;
-    const auto n = std::min(len, limit_ - stored_);
-    try {
-      write(n);
-      stored_ += n;
-    } catch (const StoreError& e) {
-      error_ = e.what();  // e.g. ENOSPC: the partial file is discarded at commit()
-    }
-  }
-
-  std::uint64_t limit_;
-  std::optional<CoreWriter> writer_;
-  protocol::CoreNoteScanner scanner_;
-  std::uint64_t total_ = 0;
-  std::uint64_t stored_ = 0;
-  std::string error_;
-};
-
 // Maps the crashing thread named by NT_PRSTATUS (a TID in the task's own pid namespace) to a host TID.
 std::optional<std::int64_t> host_tid(const HandshakeFacts& facts, std::int64_t ns_tid) {
   for (const auto& t : facts.threads)
@@ -196,75 +123,244 @@ bool save_record(ServerContext& ctx, const DumpRecord& record, bool update) {
   }
 }
 
-void run_dump_job(ServerContext& ctx, DumpJob job) {
-  auto& r = job.record;
-  const auto started = Clock::now();
-  r.state = DumpState::InProgress;
-  r.compression = "zstd";
-  r.path = r.id + ".zst";
-  const bool indexed = save_record(ctx, r, false);
+namespace {
 
-  CoreSink sink(ctx.store_dirfd, r.path, job.policy, job.config->compression.threads);
-  const bool records = job.negotiation.records == protocol::FlagOutcome::Granted;
-  protocol::RecordDecoder decoder(job.negotiation.sparse == protocol::FlagOutcome::Granted);
-  const protocol::RecordSink record_sink{
-      [&](std::uint64_t, std::span<const std::byte> bytes) { sink.data(bytes); },
-      [&](std::uint64_t, std::uint64_t len) { sink.zeros(len); },
-  };
-  const auto drained = drain(job.socket.get(), job.config->stream_idle_timeout, [&](std::span<const std::byte> chunk) {
-    if (!records) {
-      sink.data(chunk);
-      return true;
+// A dump between its two stages. The drain fills the fields above the spool's close_input();
+// the compressor reads them only after wait_beyond() reported the input closed (same mutex).
+struct InFlight {
+  InFlight(ServerContext& c, DumpJob j, std::function<void()> d)
+      : ctx(c), job(std::move(j)), started(Clock::now()), done(std::move(d)) {}
+
+  ServerContext& ctx;
+  DumpJob job;
+  Clock::time_point started;
+  std::function<void()> done;
+  bool indexed = false;                 // the InProgress row was inserted
+  std::unique_ptr<Spool> spool;
+  std::string spool_error;              // the spool could not be created or written
+  DrainResult drained;
+  bool records = false;
+  bool malformed = false;               // the record stream broke the protocol
+  std::string record_error;
+  bool records_ended = false;
+  std::uint64_t records_count = 0;
+  std::uint64_t total = 0;              // core bytes seen
+  std::uint64_t spooled = 0;            // core bytes put in the spool (max_core_bytes applies)
+  protocol::CoreFacts core_facts;
+};
+
+// Drain-side sink: scans notes, spools up to the size limit, keeps counting past it.
+class DrainSink {
+ public:
+  explicit DrainSink(InFlight& d) : d_(d), limit_(d.job.policy.max_core_bytes.value_or(UINT64_MAX)) {}
+
+  void data(std::span<const std::byte> bytes) {
+    if (!scanner_.done()) scanner_.feed(bytes);
+    d_.total += bytes.size();
+    const auto n = room(bytes.size());
+    if (n == 0) return;
+    try {
+      d_.spool->append(bytes.first(static_cast<std::size_t>(n)));
+      d_.spooled += n;
+    } catch (const StoreError& e) {
+      d_.spool_error = e.what();
     }
-    return decoder.feed(chunk, record_sink);  // a malformed stream stops the dump
-  });
-  r.extra["stream_us"] = us_since(started);
-  if (records) r.extra["records"] = decoder.records();
+  }
 
-  collect_post_dump(job, r);
-  job.socket.reset();  // hang up: releases a WAIT-parked task
-  r.extra["released_us"] = us_since(started);
+  void zeros(std::uint64_t len) {
+    static const std::vector<std::byte> zero_block(64 * 1024);
+    for (std::uint64_t left = len; left > 0 && !scanner_.done();) {  // holes inside the notes are rare
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, zero_block.size()));
+      scanner_.feed(std::span(zero_block.data(), n));
+      left -= n;
+    }
+    d_.total += len;
+    const auto n = room(len);
+    if (n == 0) return;
+    try {
+      d_.spool->append_zeros(n);
+      d_.spooled += n;
+    } catch (const StoreError& e) {
+      d_.spool_error = e.what();
+    }
+  }
 
-  sink.finish();
-  r.core_size = sink.total();
-  apply_core_facts(sink.facts(), job.facts, r);
-  const bool malformed = records && decoder.failed();
-  if (malformed) sink.discard();  // a malformed stream is never kept
-  const std::uint64_t stored = sink.commit();
+  protocol::CoreFacts finish() {
+    scanner_.finish();
+    return scanner_.facts();
+  }
 
+ private:
+  std::uint64_t room(std::uint64_t len) const {
+    if (!d_.spool || !d_.spool_error.empty() || d_.spooled >= limit_) return 0;
+    return std::min(len, limit_ - d_.spooled);
+  }
+
+  InFlight& d_;
+  std::uint64_t limit_;
+  protocol::CoreNoteScanner scanner_;
+};
+
+// Compressor threads yield to the drain: the kernel's emit and our read must win the CPU, and
+// zstd's worker threads inherit this nice value when the context creates them.
+void lower_priority_once() {
+  thread_local bool done = false;
+  if (!done) {
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+    done = true;
+  }
+}
+
+void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_error);
+
+// The compress stage: follows the spool until its input is closed, then finalizes the dump.
+void compress(const std::shared_ptr<InFlight>& dp) {
+  lower_priority_once();
+  InFlight& d = *dp;
+  std::string error = d.spool ? "" : "no spool";
+  std::optional<CoreWriter> writer;
+  if (error.empty()) {
+    try {
+      writer.emplace(d.ctx.store_dirfd, d.job.record.path,
+                     CompressionOptions{d.job.policy.compression_level, d.job.config->compression.threads});
+    } catch (const StoreError& e) {
+      error = e.what();
+    }
+  }
+  std::vector<std::byte> buf(kReadChunk);
+  std::uint64_t pos = 0;
+  while (d.spool) {
+    const std::uint64_t end = d.spool->wait_beyond(pos);
+    if (end == pos) break;  // input closed, everything read
+    if (!error.empty()) {   // keep following so we finalize only after the drain
+      pos = end;
+      continue;
+    }
+    try {
+      while (pos < end) {
+        if (const auto hole = d.spool->hole_at(pos, end - pos)) {
+          writer->write_zeros(hole);
+          pos += hole;
+          continue;
+        }
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(end - pos, buf.size()));
+        d.spool->read(pos, std::span(buf.data(), n));
+        writer->write(std::span<const std::byte>(buf.data(), n));
+        pos += n;
+      }
+      d.spool->release(pos);
+    } catch (const StoreError& e) {
+      error = e.what();
+    }
+  }
+  // Keep the file only if both stages succeeded; a discarded temporary file frees its space at once
+  // (on a full disk the index update needs it).
+  std::uint64_t stored = 0;
+  const bool keep = error.empty() && d.spool_error.empty() && !d.malformed && writer;
+  if (keep) {
+    try {
+      stored = writer->commit();
+    } catch (const StoreError& e) {
+      error = e.what();
+    }
+  }
+  writer.reset();
+  d.spool.reset();
+  finalize(d, stored, error);
+}
+
+void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_error) {
+  auto& r = d.job.record;
+  auto& ctx = d.ctx;
+  r.core_size = d.total;
+  apply_core_facts(d.core_facts, d.job.facts, r);
+  if (d.records) r.extra["records"] = d.records_count;
+
+  const std::string store_error = !d.spool_error.empty() ? d.spool_error : compress_error;
   std::string truncation;
-  if (!drained.eof && !malformed) truncation = drained.error;
-  else if (records && !decoder.ended() && !malformed) truncation = "record stream ended without an END record (task killed mid-dump?)";
-  if (malformed || !sink.error().empty()) {
+  if (!d.drained.eof && !d.malformed) truncation = d.drained.error;
+  else if (d.records && !d.records_ended && !d.malformed)
+    truncation = "record stream ended without an END record (task killed mid-dump?)";
+  const bool cut = d.spooled < d.total;
+
+  if (d.malformed || !store_error.empty()) {
     ++ctx.stats.failed;
     r.state = DumpState::Failed;
-    r.reason = malformed ? "malformed record stream: " + decoder.error() : sink.error();
+    r.reason = d.malformed ? "malformed record stream: " + d.record_error : store_error;
     r.path.clear();
     r.stored_size = 0;
-  } else if (!truncation.empty() || sink.cut()) {
+  } else if (!truncation.empty() || cut) {
     ++ctx.stats.truncated;
     r.state = DumpState::Truncated;
     r.reason = !truncation.empty() ? truncation
-                                   : "core of " + std::to_string(sink.total()) + " bytes cut at max_core_bytes " +
-                                         std::to_string(sink.stored());
+                                   : "core of " + std::to_string(d.total) + " bytes cut at max_core_bytes " +
+                                         std::to_string(d.spooled);
     r.stored_size = stored;
-    r.extra["stored_core_bytes"] = sink.stored();
+    r.extra["stored_core_bytes"] = d.spooled;
   } else {
     ++ctx.stats.stored;
     r.state = DumpState::Complete;
     r.stored_size = stored;
   }
-  r.extra["stored_us"] = us_since(started);
-  save_record(ctx, r, indexed);
+  r.extra["stored_us"] = us_since(d.started);
+  save_record(ctx, r, d.indexed);
 
-  const auto sig = r.signal ? signal_name(*r.signal) : std::string("?");
-  if (!log_limiter().allow(r.state == DumpState::Complete ? "dump stored" : "dump not stored")) return;
-  if (r.state == DumpState::Complete)
-    spdlog::info("dump {}: pid {} ({}) {} stored, {} bytes -> {} bytes", r.id, r.pid, escape_for_log(r.comm), sig,
-                 r.core_size, r.stored_size);
-  else
-    spdlog::warn("dump {}: pid {} ({}) {} {}: {}", r.id, r.pid, escape_for_log(r.comm), sig, state_name(r.state),
-                 r.reason);
+  if (log_limiter().allow(r.state == DumpState::Complete ? "dump stored" : "dump not stored")) {
+    const auto sig = r.signal ? signal_name(*r.signal) : std::string("?");
+    if (r.state == DumpState::Complete)
+      spdlog::info("dump {}: pid {} ({}) {} stored, {} bytes -> {} bytes, task released after {} ms", r.id, r.pid,
+                   escape_for_log(r.comm), sig, r.core_size, r.stored_size, r.extra.value("released_us", 0) / 1000);
+    else
+      spdlog::warn("dump {}: pid {} ({}) {} {}: {}", r.id, r.pid, escape_for_log(r.comm), sig, state_name(r.state),
+                   escape_for_log(r.reason));
+  }
+  if (d.done) d.done();
+}
+
+}  // namespace
+
+void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
+  auto dp = std::make_shared<InFlight>(ctx, std::move(job), std::move(done));
+  InFlight& d = *dp;
+  auto& r = d.job.record;
+  r.state = DumpState::InProgress;
+  r.compression = "zstd";
+  r.path = r.id + ".zst";
+  d.indexed = save_record(ctx, r, false);
+
+  try {
+    d.spool = std::make_unique<Spool>(ctx.store_dirfd);
+  } catch (const StoreError& e) {
+    d.spool_error = e.what();
+  }
+  // The compressor starts now and follows the spool as it fills.
+  boost::asio::post(ctx.compressors, [dp] { compress(dp); });
+
+  DrainSink sink(d);
+  d.records = d.job.negotiation.records == protocol::FlagOutcome::Granted;
+  protocol::RecordDecoder decoder(d.job.negotiation.sparse == protocol::FlagOutcome::Granted);
+  const protocol::RecordSink record_sink{
+      [&](std::uint64_t, std::span<const std::byte> bytes) { sink.data(bytes); },
+      [&](std::uint64_t, std::uint64_t len) { sink.zeros(len); },
+  };
+  d.drained = drain(d.job.socket.get(), d.job.config->stream_idle_timeout, [&](std::span<const std::byte> chunk) {
+    if (!d.records) {
+      sink.data(chunk);
+      return true;
+    }
+    return decoder.feed(chunk, record_sink);  // a malformed stream stops the dump
+  });
+  r.extra["stream_us"] = us_since(d.started);
+  d.core_facts = sink.finish();
+  d.malformed = d.records && decoder.failed();
+  d.record_error = decoder.error();
+  d.records_ended = decoder.ended();
+  d.records_count = decoder.records();
+
+  collect_post_dump(d.job, r);
+  d.job.socket.reset();  // hang up: releases a WAIT-parked task
+  r.extra["released_us"] = us_since(d.started);
+  if (d.spool) d.spool->close_input();
 }
 
 }  // namespace coredumpd

@@ -1,9 +1,13 @@
-// The second half of a KERNEL-mode dump, on the dump pool: drain the core stream (plain or
-// records), compress it into the store, run post-dump collectors, release the task, index the result.
+// The second half of a KERNEL-mode dump, in two stages that run side by side:
+//   drain    (dump pool):        socket -> note scanner + spool; post-dump collectors; hang up,
+//                                which releases the task. Runs at the kernel's emit rate.
+//   compress (compressor pool):  spool -> zstd -> core file; commit; index row. Runs behind the
+//                                drain, at lower CPU priority, and never makes the kernel wait.
 #pragma once
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 
 #include "daemon/collect.h"
@@ -24,14 +28,16 @@ struct DumpJob {
   protocol::Negotiation negotiation;    ///< what was acked
   Policy policy;                        ///< the policy chosen in the handshake
   std::shared_ptr<const Config> config;
+  std::shared_ptr<void> keepalive;      ///< held until the dump is indexed (the session, for shutdown accounting)
 };
 
-/// Runs a dump job to the end (blocking; call on the dump pool). Inserts the InProgress row, streams
-/// the core through zstd into a temporary file (decoding COREDUMP_RECORDS if acked), stops storing
-/// at the policy's max_core_bytes but keeps draining so the kernel finishes, runs the post-dump
-/// collectors while WAIT parks the task, closes the connection, then commits the file and updates
-/// the row to Complete, Truncated or Failed. Never throws: every failure is logged, counted and recorded.
-void run_dump_job(ServerContext& ctx, DumpJob job);
+/// Runs the drain stage (blocking; call on the dump pool) and posts the compress stage to
+/// ctx.compressors. Inserts the InProgress row, spools the core (decoding COREDUMP_RECORDS if acked;
+/// spooling stops at the policy's max_core_bytes, draining does not, so the kernel finishes), runs
+/// the post-dump collectors while WAIT parks the task, and closes the connection. The compress
+/// stage then commits the file and updates the row to Complete, Truncated or Failed, and calls
+/// `done`. Never throws: every failure is logged, counted and recorded.
+void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done);
 
 /// Writes `record` to the index (insert, or update if `update`), logging instead of throwing.
 /// Returns false on failure.

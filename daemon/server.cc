@@ -98,6 +98,7 @@ Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
       options_(std::move(options)),
       collectors_(static_cast<std::size_t>(config_->collector_threads)),
       dumps_(static_cast<std::size_t>(config_->dump_workers)),
+      compressors_(static_cast<std::size_t>(config_->compression_jobs)),
       acceptor_(io_),
       signals_(io_, SIGTERM, SIGINT, SIGHUP),
       watchdog_(io_),
@@ -107,7 +108,7 @@ Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
   if (int n = index_->mark_in_progress_interrupted("coredumpd stopped while this dump was in progress"))
     spdlog::warn("{} dump(s) were interrupted by an earlier stop; marked interrupted", n);
   remove_partial_files(store_dir_.get());
-  ctx_ = std::make_unique<ServerContext>(io_, collectors_, dumps_, *index_, store_dir_.get(), read_boot_id(), stats_,
+  ctx_ = std::make_unique<ServerContext>(io_, collectors_, dumps_, compressors_, *index_, store_dir_.get(), read_boot_id(), stats_,
                                          config_);
 
   const int passed = sd_listen_fds(1);
@@ -139,6 +140,7 @@ int Server::run() {
   sd_notifyf(0, "READY=1\nSTATUS=listening, store %s", config_->store_dir.c_str());
   io_.run();
   dumps_.join();
+  compressors_.join();
   collectors_.join();
   spdlog::info("coredumpd stopped: {}", stats_.summary());
   return 0;

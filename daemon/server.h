@@ -50,6 +50,7 @@ class Server {
   boost::asio::io_context io_;
   boost::asio::thread_pool collectors_;
   boost::asio::thread_pool dumps_;
+  boost::asio::thread_pool compressors_;
   UniqueFd store_dir_;
   std::unique_ptr<Index> index_;
   Stats stats_;

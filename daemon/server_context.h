@@ -17,14 +17,15 @@ namespace coredumpd {
 /// Shared state of a running server. Owned by Server; sessions hold a reference.
 struct ServerContext {
   ServerContext(boost::asio::io_context& io_, boost::asio::thread_pool& collectors_, boost::asio::thread_pool& dumps_,
-                Index& index_, int store_dirfd_, std::string boot_id_, Stats& stats_,
+                boost::asio::thread_pool& compressors_, Index& index_, int store_dirfd_, std::string boot_id_, Stats& stats_,
                 std::shared_ptr<const Config> config)
-      : io(io_), collectors(collectors_), dumps(dumps_), index(index_), store_dirfd(store_dirfd_),
+      : io(io_), collectors(collectors_), dumps(dumps_), compressors(compressors_), index(index_), store_dirfd(store_dirfd_),
         boot_id(std::move(boot_id_)), stats(stats_), config_(std::move(config)) {}
 
   boost::asio::io_context& io;       ///< accept loop and handshakes; never blocks
   boost::asio::thread_pool& collectors;  ///< /proc reads during handshakes (blocking, bounded)
-  boost::asio::thread_pool& dumps;   ///< draining, compressing and storing cores (blocking)
+  boost::asio::thread_pool& dumps;   ///< draining core streams into spools (blocking reads)
+  boost::asio::thread_pool& compressors;  ///< compressing spools into the store (CPU, lower priority)
   Index& index;
   int store_dirfd;                   ///< the store directory, opened O_DIRECTORY|O_NOFOLLOW
   std::string boot_id;

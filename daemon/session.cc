@@ -297,10 +297,9 @@ void Session::on_marker() {
   }
   ++ctx_.dumps_in_flight;
   DumpJob job{UniqueFd(socket_.release()), std::move(peer_.pidfd), std::move(record_), std::move(facts_),
-              negotiation_, policy_, config_};
-  asio::post(ctx_.dumps, [&ctx = ctx_, job = std::move(job), self = shared_from_this()]() mutable {
-    run_dump_job(ctx, std::move(job));
-    --ctx.dumps_in_flight;
+              negotiation_, policy_, config_, shared_from_this()};
+  asio::post(ctx_.dumps, [&ctx = ctx_, job = std::move(job)]() mutable {
+    run_dump_job(ctx, std::move(job), [&ctx] { --ctx.dumps_in_flight; });
   });
 }
 

@@ -28,6 +28,8 @@ constexpr std::uint64_t kMaxSize = static_cast<std::uint64_t>(std::numeric_limit
 constexpr std::int64_t kMaxDurationSeconds = std::numeric_limits<std::int64_t>::max() / 1'000'000;
 constexpr std::size_t kIdHexChars = 32;
 constexpr std::size_t kKinds = std::size(kGroupKinds);
+// How often keep_free re-measures the filesystem after its estimate says the limit holds.
+constexpr int kMaxRemeasures = 3;
 
 // ---------------------------------------------------------------------------------------------
 // Parsing
@@ -313,9 +315,30 @@ class Vacuumer {
         result_.errors.push_back("keep_free: fstatvfs on the store: " + errno_text(errno));
       }
     }
+    int remeasures = 0;
     for (;;) {
       const bool over_use = limits_.max_use_bytes && total_ > *limits_.max_use_bytes;
-      const bool low_free = want_free && fs_free + freed_disk_ < *want_free;
+      bool low_free = want_free && fs_free + freed_disk_ < *want_free;
+      if (!over_use && !low_free && want_free && freed_disk_ > 0 && !result_.dry_run &&
+          remeasures < kMaxRemeasures) {
+        // The estimate says enough is free; measure, since the index's own writes (and a daemon
+        // storing meanwhile) also take space. Rebase and go on only if the filesystem visibly
+        // released what was deleted: where space comes back lazily (files still open, some
+        // copy-on-write filesystems) measuring again would delete far more than needed.
+        ++remeasures;
+        const auto fs = fs_space(dirfd_);
+        if (fs && fs->free_bytes < *want_free) {
+          if (fs->free_bytes < fs_free + freed_disk_ / 2) {
+            result_.unmet.push_back("keep_free: " + human_size(fs->free_bytes) + " free, want " +
+                                    human_size(*want_free) +
+                                    ": the space of deleted cores has not been released yet");
+            return;
+          }
+          fs_free = fs->free_bytes;
+          freed_disk_ = 0;
+          low_free = true;
+        }
+      }
       if (!over_use && !low_free) return;
       Entry* e = biggest_consumers_oldest();
       if (!e) {

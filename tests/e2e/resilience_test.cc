@@ -156,7 +156,12 @@ TEST_F(Resilience, FiftyCrashesAtOnceAreAllAccountedFor) {
   std::vector<DumpRecord> all;
   wait_until(
       [&] {
-        all = Index(store_, false).list();
+        try {
+          all = Index(store_, false).list();
+        } catch (const IndexError& e) {
+          std::fprintf(stderr, "index not readable yet: %s\n", e.what());
+          return false;
+        }
         return all.size() == kCrashers && std::none_of(all.begin(), all.end(), [](const DumpRecord& r) {
                  return r.state == DumpState::InProgress;
                });

@@ -1,0 +1,132 @@
+#include "daemon/spool.h"
+
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "daemon/core_writer.h"
+
+namespace coredumpd {
+
+namespace {
+
+constexpr std::size_t kPage = 4096;
+
+// True if the 4 KiB at `p` are all zero. Word-wise: ~10+ GB/s, far below the socket's cost.
+bool zero_page(const std::byte* p) {
+  std::uint64_t acc = 0;
+  for (std::size_t i = 0; i < kPage; i += 8 * sizeof(std::uint64_t)) {
+    std::uint64_t w[8];
+    std::memcpy(w, p + i, sizeof(w));
+    acc |= w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7];
+  }
+  return acc == 0;
+}
+
+}  // namespace
+
+Spool::Spool(int store_dirfd) {
+  fd_.reset(::openat(store_dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!fd_) throw StoreError(std::string("create spool file: ") + std::strerror(errno), errno);
+}
+
+void Spool::write_at(std::uint64_t pos, const std::byte* p, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::pwrite(fd_.get(), p, n, static_cast<off_t>(pos));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      throw StoreError(std::string("write spool file: ") + std::strerror(errno), errno);
+    }
+    p += w;
+    pos += static_cast<std::uint64_t>(w);
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+void Spool::append(std::span<const std::byte> bytes) {
+  // Write runs of non-zero pages with one pwrite each; skip whole zero pages aligned in the core.
+  std::size_t i = 0, run_start = 0;
+  while (i < bytes.size()) {
+    const std::uint64_t abs = write_pos_ + i;
+    const bool aligned_page = abs % kPage == 0 && bytes.size() - i >= kPage;
+    if (aligned_page && zero_page(bytes.data() + i)) {
+      if (i > run_start) write_at(write_pos_ + run_start, bytes.data() + run_start, i - run_start);
+      i += kPage;
+      run_start = i;
+      continue;
+    }
+    i += aligned_page ? kPage : std::min<std::size_t>(bytes.size() - i, kPage - abs % kPage);
+  }
+  if (bytes.size() > run_start) write_at(write_pos_ + run_start, bytes.data() + run_start, bytes.size() - run_start);
+  write_pos_ += bytes.size();
+  {
+    std::lock_guard lock(mu_);
+    end_ = write_pos_;
+  }
+  cv_.notify_one();
+}
+
+void Spool::append_zeros(std::uint64_t len) {
+  write_pos_ += len;
+  // The file must be as long as the core even if it ends in a hole.
+  if (::ftruncate(fd_.get(), static_cast<off_t>(write_pos_)) < 0)
+    throw StoreError(std::string("extend spool file: ") + std::strerror(errno), errno);
+  {
+    std::lock_guard lock(mu_);
+    end_ = write_pos_;
+  }
+  cv_.notify_one();
+}
+
+void Spool::close_input() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_one();
+}
+
+std::uint64_t Spool::wait_beyond(std::uint64_t pos) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return end_ > pos || closed_; });
+  return end_;
+}
+
+void Spool::read(std::uint64_t pos, std::span<std::byte> out) const {
+  std::size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd_.get(), out.data() + done, out.size() - done, static_cast<off_t>(pos + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw StoreError(std::string("read spool file: ") + std::strerror(errno), errno);
+    if (n == 0) {  // beyond EOF of the file: an appended hole not yet materialised by ftruncate
+      std::memset(out.data() + done, 0, out.size() - done);
+      return;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+std::uint64_t Spool::hole_at(std::uint64_t pos, std::uint64_t limit) const {
+  const off_t data = ::lseek(fd_.get(), static_cast<off_t>(pos), SEEK_DATA);
+  if (data < 0) return errno == ENXIO ? limit : 0;  // ENXIO: no data after pos at all
+  return std::min<std::uint64_t>(static_cast<std::uint64_t>(data) - pos, limit);
+}
+
+void Spool::release(std::uint64_t upto) {
+  const std::uint64_t aligned = upto / kPage * kPage;
+  if (aligned <= released_) return;
+  ::fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(released_),
+              static_cast<off_t>(aligned - released_));
+  released_ = aligned;
+}
+
+std::uint64_t Spool::size() const {
+  std::lock_guard lock(mu_);
+  return end_;
+}
+
+}  // namespace coredumpd

@@ -1,0 +1,60 @@
+// The spool: a temporary, sparse file in the store that holds a core's raw bytes between the thread
+// draining the socket and the thread compressing it, so the kernel never waits on compression.
+//
+// The drain appends at socket speed (page cache); whole zero pages become holes (no disk, no copy).
+// The compressor reads behind it and punches out what it has compressed, so the disk holds only
+// the lag between the two. Nothing lives on the heap but a buffer per side.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <span>
+
+#include "daemon/unique_fd.h"
+
+namespace coredumpd {
+
+/// One core's spool. Thread-safe for one writer (the drain) and one reader (the compressor).
+class Spool {
+ public:
+  /// Creates an unnamed (O_TMPFILE) file in `store_dirfd`. Throws StoreError (core_writer.h).
+  explicit Spool(int store_dirfd);
+
+  // ---- drain side ----
+  /// Appends `bytes`; page-aligned all-zero 4 KiB pages are skipped (left as holes). Throws
+  /// StoreError (e.g. ENOSPC); the spool is then unusable for writing.
+  void append(std::span<const std::byte> bytes);
+  /// Appends `len` zero bytes as a hole (a ZERO record, or zeros found by the drain).
+  void append_zeros(std::uint64_t len);
+  /// No more bytes will come. Wakes the reader.
+  void close_input();
+
+  // ---- compressor side ----
+  /// Blocks until more than `pos` bytes are in the spool or the input is closed. Returns the
+  /// current end (== pos only when the input is closed and everything was read).
+  std::uint64_t wait_beyond(std::uint64_t pos);
+  /// Reads [pos, pos + out.size()) (which must be below the end). Holes read as zeros.
+  /// Throws StoreError on I/O errors.
+  void read(std::uint64_t pos, std::span<std::byte> out) const;
+  /// Length of the hole starting at `pos` (0 if `pos` is in data), bounded by `limit` bytes.
+  std::uint64_t hole_at(std::uint64_t pos, std::uint64_t limit) const;
+  /// Frees the disk blocks of [0, upto) (already compressed). Best effort.
+  void release(std::uint64_t upto);
+
+  /// Bytes appended so far (holes included).
+  std::uint64_t size() const;
+
+ private:
+  void write_at(std::uint64_t pos, const std::byte* p, std::size_t n);
+
+  UniqueFd fd_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t end_ = 0;        // guarded by mu_; the writer's own copy is write_pos_
+  bool closed_ = false;          // guarded by mu_
+  std::uint64_t write_pos_ = 0;  // drain thread only
+  std::uint64_t released_ = 0;   // compressor thread only
+};
+
+}  // namespace coredumpd
