@@ -172,7 +172,14 @@ void collect_maps(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) 
 
 void collect_status(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
   std::string err;
-  if (auto v = proc.read("status", kSmallFileMax, err)) f.proc["status"] = bytes_to_json(*v); else f.errors["status"] = err;
+  if (auto v = proc.read("status", kSmallFileMax, err)) {
+    f.status = *v;
+    f.proc["status"] = bytes_to_json(*v);
+  } else {
+    f.errors["status"] = err;
+  }
+  if (auto v = proc.read("uid_map", kSmallFileMax, err)) f.uid_map = *v; else f.errors["uid_map"] = err;
+  if (auto v = proc.read("gid_map", kSmallFileMax, err)) f.gid_map = *v; else f.errors["gid_map"] = err;
   if (auto v = proc.read("mountinfo", kBigFileMax, err)) f.proc["mountinfo"] = bytes_to_json(*v); else f.errors["mountinfo"] = err;
 }
 
@@ -206,7 +213,7 @@ struct Collector {
 constexpr Collector kCollectors[] = {
     {"identity", collect_identity}, {"fds", collect_fds},       {"locks", collect_locks},
     {"threads", collect_threads},   {"hostname", collect_hostname}, {"namespaces", collect_namespaces},
-    {"test_delay", collect_test_delay}, {"maps", collect_maps}, {"status", collect_status},
+    {"status", collect_status},         {"test_delay", collect_test_delay}, {"maps", collect_maps},
     {"environ", collect_environ},
 };
 

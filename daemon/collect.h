@@ -38,6 +38,8 @@ struct HandshakeFacts {
   /// per file mapping), estimated from maps; for rejecting an over-size dump before it streams.
   std::optional<std::uint64_t> estimated_core_bytes;
   std::vector<std::string> environ;          ///< only stored if policy allows (it holds secrets)
+  std::string status;                        ///< /proc/<pid>/status (NSpid, Uid, Gid, CoreDumping...)
+  std::string uid_map, gid_map;              ///< the process's user namespace id maps
   /// Everything else, for the record's "proc" metadata: fds (with fdinfo and lock lines), locks
   /// (the process's /proc/locks lines), maps, limits, status, mountinfo, namespaces (inodes).
   nlohmann::json proc = nlohmann::json::object();

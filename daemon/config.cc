@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 #include <fstream>
+#include <pwd.h>
 #include <thread>
 #include <sstream>
 
@@ -128,7 +129,34 @@ Match parse_match(const std::string& origin, const std::string& prefix, const js
     else if (key == "exe") m.exe = get_string(origin, k, v);
     else if (key == "cgroup") m.cgroup = get_string(origin, k, v);
     else if (key == "uid") m.uid = get_int(origin, k, v, 0, UINT32_MAX);
-    else error(origin, k, "unknown match condition");
+    else if (key == "user") {
+      const auto name = get_string(origin, k, v);
+      const passwd* pw = ::getpwnam(name.c_str());
+      if (!pw) error(origin, k, "no such user \"" + name + "\"");
+      m.uid = pw->pw_uid;
+    } else if (key == "runtime") m.runtime = get_string(origin, k, v);
+    else if (key == "container") m.container = get_string(origin, k, v);
+    else if (key == "unit") m.unit = get_string(origin, k, v);
+    else if (key == "slice") m.slice = get_string(origin, k, v);
+    else if (key == "namespaces") {
+      if (!v.is_object()) error(origin, k, "expected an object like {\"pid\": \"non-host\"}");
+      static constexpr const char* kKnown[] = {"cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"};
+      for (const auto& [ns, want] : v.items()) {
+        const std::string nk = k + "." + ns;
+        if (std::find(std::begin(kKnown), std::end(kKnown), ns) == std::end(kKnown)) error(origin, nk, "unknown namespace");
+        NamespaceMatch nm;
+        if (want.is_number_unsigned()) {
+          nm.kind = NamespaceMatch::Kind::Inode;
+          nm.inode = want.get<std::uint64_t>();
+        } else {
+          const auto w = get_string(origin, nk, want);
+          if (w == "host") nm.kind = NamespaceMatch::Kind::Host;
+          else if (w == "non-host") nm.kind = NamespaceMatch::Kind::NonHost;
+          else error(origin, nk, "expected \"host\", \"non-host\" or an inode number");
+        }
+        m.namespaces[ns] = nm;
+      }
+    } else error(origin, k, "unknown match condition");
   }
   return m;
 }

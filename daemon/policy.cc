@@ -30,19 +30,53 @@ bool any_cgroup_matches(const std::string& pattern, const std::string& cgroup_fi
   return false;
 }
 
+bool container_matches(const std::string& want, const ContainerInfo& c) {
+  if (want == container_key(c) || (!c.name.empty() && want == c.name)) return true;
+  return !c.id.empty() && want.size() >= 12 && c.id.rfind(want, 0) == 0;
+}
+
+std::optional<bool> differs(const ContainerInfo& c, const std::string& ns) {
+  const auto& d = c.namespaces_differ;
+  if (ns == "pid") return d.pid;
+  if (ns == "mnt") return d.mnt;
+  if (ns == "user") return d.user;
+  if (ns == "uts") return d.uts;
+  if (ns == "net") return d.net;
+  if (ns == "ipc") return d.ipc;
+  if (ns == "cgroup") return d.cgroup;
+  if (ns == "time") return d.time;
+  return std::nullopt;
+}
+
+bool namespace_matches(const std::string& ns, const NamespaceMatch& m, const DumpRecord& r, const ContainerInfo& c) {
+  if (m.kind == NamespaceMatch::Kind::Inode) {
+    const auto& inodes = r.extra.value("proc", nlohmann::json::object()).value("namespaces", nlohmann::json::object());
+    return inodes.contains(ns) && inodes[ns] == m.inode;
+  }
+  const auto d = differs(c, ns);
+  return d.has_value() && *d == (m.kind == NamespaceMatch::Kind::NonHost);
+}
+
 }  // namespace
 
-bool Match::matches(const DumpRecord& r) const {
+bool Match::matches(const DumpRecord& r, const ContainerInfo& c) const {
   if (comm && *comm != r.comm) return false;
   if (exe && !glob(*exe, r.exe)) return false;
   if (cgroup && !any_cgroup_matches(*cgroup, r.cgroup)) return false;
   if (uid && *uid != r.uid) return false;
+  if (runtime && *runtime != (c.runtime.empty() ? "host" : c.runtime)) return false;
+  if (container && !container_matches(*container, c)) return false;
+  if (unit && !glob(*unit, c.unit)) return false;
+  if (slice && !glob(*slice, c.slice)) return false;
+  for (const auto& [ns, m] : namespaces)
+    if (!namespace_matches(ns, m, r, c)) return false;
   return true;
 }
 
-Decision select_policy(const Policy& defaults, const std::vector<Rule>& rules, const DumpRecord& r) {
+Decision select_policy(const Policy& defaults, const std::vector<Rule>& rules, const DumpRecord& r,
+                       const ContainerInfo& c) {
   for (const auto& rule : rules)
-    if (rule.match.matches(r)) return {rule.policy, rule.name};
+    if (rule.match.matches(r, c)) return {rule.policy, rule.name};
   return {defaults, ""};
 }
 

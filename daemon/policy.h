@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "daemon/collect.h"
+#include "daemon/container.h"
 #include "daemon/store/dump_record.h"
 #include "protocol/negotiate.h"
 
@@ -41,14 +43,26 @@ struct Policy {
   bool truncate_over_size = true;  ///< over max: store the first max bytes flagged truncated (else reject)
 };
 
+/// How a rule constrains one namespace of the crashing process.
+struct NamespaceMatch {
+  enum class Kind { Host, NonHost, Inode } kind = Kind::Host;
+  std::uint64_t inode = 0;  ///< for Kind::Inode
+};
+
 /// Conditions of a rule; every set field must hold. Globs use fnmatch(3) syntax.
 struct Match {
   std::optional<std::string> comm;      ///< exact comm
   std::optional<std::string> exe;       ///< glob on the executable path
   std::optional<std::string> cgroup;    ///< glob on any line's path of /proc/<pid>/cgroup
-  std::optional<std::int64_t> uid;      ///< real uid
+  std::optional<std::int64_t> uid;      ///< real uid (also set by "user", resolved when parsed)
+  std::optional<std::string> runtime;   ///< container runtime ("docker", "systemd-nspawn", "host"...)
+  /// Container: its key ("docker:<id>"), name (machine/LXC name), or id (or a prefix of >= 12 chars).
+  std::optional<std::string> container;
+  std::optional<std::string> unit;      ///< glob on the systemd unit ("nginx.service")
+  std::optional<std::string> slice;     ///< glob on the systemd slice ("machine.slice")
+  std::map<std::string, NamespaceMatch> namespaces;  ///< "pid" -> host / non-host / inode
   /// True if every condition holds for this crash.
-  bool matches(const DumpRecord& r) const;
+  bool matches(const DumpRecord& r, const ContainerInfo& c) const;
 };
 
 /// A named rule: when `match` holds, `policy` applies.
@@ -64,8 +78,9 @@ struct Decision {
   std::string rule;
 };
 
-/// Returns the policy of the first rule matching `r`, else `defaults`.
-Decision select_policy(const Policy& defaults, const std::vector<Rule>& rules, const DumpRecord& r);
+/// Returns the policy of the first rule matching the crash (`r` and its container `c`), else `defaults`.
+Decision select_policy(const Policy& defaults, const std::vector<Rule>& rules, const DumpRecord& r,
+                       const ContainerInfo& c);
 
 /// What to ask the kernel for, given the policy and what the handshake found. `reason` is set when
 /// the policy turns a store into something else (e.g. "RLIMIT_CORE is 0").

@@ -39,6 +39,16 @@ std::string read_boot_id() {
   return id;
 }
 
+nlohmann::json read_host_namespaces() {
+  static constexpr const char* kNamespaces[] = {"cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"};
+  auto out = nlohmann::json::object();
+  for (const char* ns : kNamespaces) {
+    struct stat st{};
+    if (::stat((std::string("/proc/1/ns/") + ns).c_str(), &st) == 0) out[ns] = static_cast<std::uint64_t>(st.st_ino);
+  }
+  return out;
+}
+
 std::int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -110,6 +120,7 @@ Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
   remove_partial_files(store_dir_.get());
   ctx_ = std::make_unique<ServerContext>(io_, collectors_, dumps_, compressors_, *index_, store_dir_.get(), read_boot_id(), stats_,
                                          config_);
+  ctx_->host_namespaces = read_host_namespaces();
 
   const int passed = sd_listen_fds(1);
   if (passed > 1) throw std::runtime_error("systemd passed " + std::to_string(passed) + " sockets; expected one");

@@ -5,6 +5,8 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include <atomic>
+
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <string>
 
@@ -29,6 +31,9 @@ struct ServerContext {
   Index& index;
   int store_dirfd;                   ///< the store directory, opened O_DIRECTORY|O_NOFOLLOW
   std::string boot_id;
+  /// Namespace inodes of PID 1 ({"pid": ..., "mnt": ...}): "the host", even when this daemon runs
+  /// in namespaces of its own (systemd's PrivateTmp= gives it a mount namespace).
+  nlohmann::json host_namespaces = nlohmann::json::object();
   Stats& stats;
   std::atomic<int> in_flight{0};     ///< sessions not yet finished
   std::atomic<int> dumps_in_flight{0};  ///< dump jobs queued or running (bounded by max_concurrent_dumps)

@@ -183,7 +183,17 @@ void Session::send_ack() {
   record_.extra["proc"] = facts_.proc;
 
   // Policy: the first matching rule, else the defaults; decided now, while the task is frozen.
-  const auto decision = select_policy(config_->defaults, config_->rules, record_);
+  ContainerInputs inputs;
+  inputs.cgroup = facts_.cgroup;
+  inputs.namespaces = facts_.proc.value("namespaces", nlohmann::json::object());
+  inputs.host_namespaces = ctx_.host_namespaces;
+  inputs.status = facts_.status;
+  inputs.uid_map = facts_.uid_map;
+  inputs.gid_map = facts_.gid_map;
+  inputs.hostname = facts_.hostname;
+  const ContainerInfo container = identify_container(inputs);
+  record_.extra["container"] = to_json(container);
+  const auto decision = select_policy(config_->defaults, config_->rules, record_, container);
   policy_ = decision.policy;
   record_.extra["rule"] = decision.rule;
   if (policy_.capture_environ) {

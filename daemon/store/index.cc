@@ -384,6 +384,39 @@ std::vector<DumpRecord> Index::list() const {
   return out;
 }
 
+std::vector<RowSummary> Index::list_summaries() const {
+  std::lock_guard lock(mu_);
+  // extra is always valid JSON when written by insert()/update(); json_valid() guards the
+  // json_type() calls (which fail on malformed text) against a hand-edited database. CASE only
+  // evaluates the branch it takes.
+  Stmt st(db_, path_,
+          "SELECT id, state, timestamp_us, uid, stored_size, path,"
+          " CASE WHEN json_valid(extra) AND json_type(extra, '$.rule') = 'text'"
+          "  THEN json_extract(extra, '$.rule') ELSE '' END,"
+          " CASE WHEN json_valid(extra) AND json_type(extra, '$.vacuumed') = 'object'"
+          "  THEN 1 ELSE 0 END"
+          " FROM dumps ORDER BY timestamp_us, rowid");
+  std::vector<RowSummary> out;
+  while (st.step("list summaries")) {
+    RowSummary r;
+    r.id = st.bytes(0);
+    const auto state = parse_state(st.bytes(1));
+    if (!state) {
+      throw IndexError("index " + path_ + ": dump " + r.id + ": unknown state '" + st.bytes(1) +
+                       "'");
+    }
+    r.state = *state;
+    r.timestamp_us = st.int64(2);
+    r.uid = st.int64(3);
+    r.stored_size = static_cast<std::uint64_t>(st.int64(4));
+    r.path = st.bytes(5);
+    r.rule = st.bytes(6);
+    r.vacuumed = st.int64(7) != 0;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 std::optional<DumpRecord> Index::get(const std::string& id) const {
   std::lock_guard lock(mu_);
   Stmt st(db_, path_, (std::string(kSelect) + " WHERE id = ?1").c_str());

@@ -21,6 +21,19 @@ class IndexError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The columns retention needs of one row (Index::list_summaries()): listing these skips the blobs
+/// and the C++ JSON parsing of list(), which matters when vacuum runs around every store.
+struct RowSummary {
+  std::string id;
+  DumpState state = DumpState::InProgress;
+  std::int64_t timestamp_us = 0;  ///< crash time, UTC µs
+  std::int64_t uid = -1;          ///< real uid
+  std::uint64_t stored_size = 0;  ///< bytes on disk of the stored core
+  std::string path;               ///< core file name, or ""
+  std::string rule;               ///< extra["rule"] if it is a string, else ""
+  bool vacuumed = false;          ///< extra["vacuumed"] is an object (retention removed the core)
+};
+
 /// The SQLite index `<store>/index.sqlite`. One instance may be shared by threads: every call takes
 /// an internal mutex. Writers use WAL mode and a busy timeout, so dumpctl can read while the daemon
 /// writes.
@@ -67,6 +80,8 @@ class Index {
   /// All records, oldest first by timestamp (ties: insertion order). Throws IndexError, also for
   /// a row that cannot be decoded (unknown state, bad argv, unparsable extra).
   std::vector<DumpRecord> list() const;
+  /// Every row's RowSummary, in list() order. Throws IndexError (also for an unknown state).
+  std::vector<RowSummary> list_summaries() const;
   /// The record with this id, or std::nullopt. Throws IndexError like list().
   std::optional<DumpRecord> get(const std::string& id) const;
   /// Deletes the row with this id (retention's max_age). Returns false if there was no such row.

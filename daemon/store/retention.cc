@@ -168,7 +168,7 @@ std::string human_size(std::uint64_t bytes) {
 // Vacuum
 
 struct Entry {
-  DumpRecord rec;
+  RowSummary rec;
   std::array<std::string, kKinds> keys;  // group_key() per kind, in kGroupKinds order
   bool counted = false;                  // holds_core(): counts towards usage
   bool evictable = false;                // counted, not keep_id, a name vacuum may unlink
@@ -197,7 +197,7 @@ class Vacuumer {
 
  private:
   void load() {
-    auto rows = index_.list();  // oldest first
+    auto rows = index_.list_summaries();  // oldest first
     entries_.reserve(rows.size());
     for (auto& r : rows) {
       Entry e;
@@ -719,7 +719,19 @@ std::string group_key(GroupKind k, const DumpRecord& r) {
   return {};
 }
 
+std::string group_key(GroupKind k, const RowSummary& r) {
+  switch (k) {
+    case GroupKind::Uid: return std::to_string(r.uid);
+    case GroupKind::Rule: return r.rule;
+  }
+  return {};
+}
+
 bool holds_core(const DumpRecord& r) {
+  return (r.state == DumpState::Complete || r.state == DumpState::Truncated) && !r.path.empty();
+}
+
+bool holds_core(const RowSummary& r) {
   return (r.state == DumpState::Complete || r.state == DumpState::Truncated) && !r.path.empty();
 }
 
@@ -766,10 +778,10 @@ VacuumResult vacuum(Index& index, int store_dirfd, const RetentionLimits& limits
 UsageReport usage(const Index& index, int store_dirfd) {
   UsageReport rep;
   for (const GroupKind k : kGroupKinds) rep.groups[k];  // every kind present, maybe empty
-  for (const auto& r : index.list()) {
+  for (const auto& r : index.list_summaries()) {
     ++rep.rows;
     ++rep.states[state_name(r.state)];
-    if (vacuumed_reason(r)) ++rep.vacuumed_rows;
+    if (r.vacuumed) ++rep.vacuumed_rows;
     if (!holds_core(r)) continue;
     rep.total.bytes += r.stored_size;
     ++rep.total.cores;

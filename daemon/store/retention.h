@@ -99,10 +99,14 @@ const char* group_kind_name(GroupKind k);
 
 /// The key of the group of kind `k` that `r` belongs to (see GroupKind).
 std::string group_key(GroupKind k, const DumpRecord& r);
+/// The same for a row summary (what vacuum() and usage() work from).
+std::string group_key(GroupKind k, const RowSummary& r);
 
 /// True if `r` currently holds a core in the store as far as the index knows: state Complete or
 /// Truncated and a non-empty path. Only such dumps count towards usage and can be vacuumed.
 bool holds_core(const DumpRecord& r);
+/// The same for a row summary.
+bool holds_core(const RowSummary& r);
 
 /// If `r` had its core removed by vacuum(): the reason recorded in extra["vacuumed"]["reason"]
 /// ("max_use", "keep_free", "uid_quota", "rule_quota"); std::nullopt otherwise.

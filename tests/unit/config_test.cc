@@ -119,17 +119,17 @@ TEST(Policy, FirstMatchingRuleWins) {
   DumpRecord r;
   r.comm = "crasher";
   r.cgroup = "0::/system.slice/foo.service";
-  EXPECT_EQ(select_policy(c.defaults, c.rules, r).rule, "by-comm");
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r, ContainerInfo{}).rule, "by-comm");
   r.comm = "other";
-  EXPECT_EQ(select_policy(c.defaults, c.rules, r).rule, "by-cgroup");
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r, ContainerInfo{}).rule, "by-cgroup");
   r.cgroup = "12:pids:/user.slice\n0::/user.slice/x";
   r.uid = 1000;
   r.exe = "/usr/bin/x";
-  const auto d = select_policy(c.defaults, c.rules, r);
+  const auto d = select_policy(c.defaults, c.rules, r, ContainerInfo{});
   EXPECT_EQ(d.rule, "by-uid");
   EXPECT_EQ(d.policy.compression_level, 9);
   r.exe = "/opt/x";
-  EXPECT_EQ(select_policy(c.defaults, c.rules, r).rule, "");
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r, ContainerInfo{}).rule, "");
 }
 
 TEST(Policy, WantsFollowThePolicyAndRlimit) {
@@ -168,4 +168,42 @@ TEST(Policy, WantsFollowThePolicyAndRlimit) {
   EXPECT_NE(why.find("over max_core_bytes"), std::string::npos);
   p.truncate_over_size = true;
   EXPECT_EQ(wants_for(p, f, why).mode, protocol::Mode::Kernel);
+}
+
+TEST(Policy, ContainerConditions) {
+  const Config c = parse(R"({"rules": [
+      {"name": "nspawn-web", "match": {"runtime": "systemd-nspawn", "container": "web"}, "action": "reject"},
+      {"name": "docker-by-id", "match": {"container": "0123456789ab"}, "compression_level": 9},
+      {"name": "units", "match": {"unit": "nginx*.service", "slice": "system.slice"}, "action": "metadata-only"},
+      {"name": "foreign-pidns", "match": {"namespaces": {"pid": "non-host", "user": "host"}}, "capture_environ": true},
+      {"name": "root", "match": {"user": "root"}, "compression_level": 1}]})");
+  DumpRecord r;
+  r.uid = 1000;
+  ContainerInfo web;
+  web.runtime = "systemd-nspawn";
+  web.name = "web";
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r, web).rule, "nspawn-web");
+  ContainerInfo docker;
+  docker.runtime = "docker";
+  docker.id = std::string("0123456789abcdef") + std::string(48, 'f');
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r, docker).rule, "docker-by-id");
+  ContainerInfo svc;
+  svc.runtime = "systemd";
+  svc.unit = "nginx-main.service";
+  svc.slice = "system.slice";
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r, svc).rule, "units");
+  ContainerInfo ns;
+  ns.namespaces_differ.pid = true;
+  ns.namespaces_differ.user = false;
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r, ns).rule, "foreign-pidns");
+  ns.namespaces_differ.user = true;
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r, ns).rule, "");
+  r.uid = 0;
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r, ContainerInfo{}).rule, "root");
+}
+
+TEST(Config, ContainerMatchErrors) {
+  EXPECT_NE(error_of(R"({"rules": [{"name": "x", "match": {"user": "no-such-user-xyz"}}]})").find("rules[0].match.user: no such user"), std::string::npos);
+  EXPECT_NE(error_of(R"({"rules": [{"name": "x", "match": {"namespaces": {"pdi": "host"}}}]})").find("rules[0].match.namespaces.pdi: unknown namespace"), std::string::npos);
+  EXPECT_NE(error_of(R"({"rules": [{"name": "x", "match": {"namespaces": {"pid": "guest"}}}]})").find("expected \"host\", \"non-host\""), std::string::npos);
 }
