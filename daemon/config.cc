@@ -223,6 +223,12 @@ Config apply_config_json(const std::string& origin, const std::string& text, Con
         if (k2 == "collector_delay_ms") c.test_collector_delay = std::chrono::milliseconds(get_int(origin, "testing." + k2, v2, 0, 600'000));
         else error(origin, "testing." + k2, "unknown key");
       }
+    } else if (key == "retention") {
+      try {
+        c.retention = parse_retention(origin, v, c.retention);
+      } catch (const std::exception& e) {
+        throw ConfigError(e.what());
+      }
     } else if (key == "defaults") {
       apply_policy(origin, "defaults", v, c.defaults);
     } else if (key == "rules") {

@@ -9,6 +9,7 @@
 
 #include "daemon/core_writer.h"
 #include "daemon/policy.h"
+#include "daemon/store/retention.h"
 #include "protocol/wire.h"
 
 namespace coredumpd {
@@ -52,6 +53,8 @@ struct Config {
   /// Tests only ("testing": {"collector_delay_ms": N}): a handshake collector that sleeps N ms, to
   /// prove the handshake deadline holds when a collector blocks.
   std::chrono::milliseconds test_collector_delay{0};
+
+  RetentionLimits retention;  ///< "retention": vacuum before and after each store
 
   Policy defaults;          ///< policy when no rule matches
   std::vector<Rule> rules;  ///< first match wins

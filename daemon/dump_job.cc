@@ -20,6 +20,7 @@
 #include "daemon/logging.h"
 #include "daemon/proc_dir.h"
 #include "daemon/spool.h"
+#include "daemon/store/retention.h"
 #include "protocol/core_notes.h"
 #include "protocol/records.h"
 
@@ -213,10 +214,25 @@ void lower_priority_once() {
 
 void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_error);
 
+// Applies the retention limits, never touching `keep_id`; logs what went. Off the kernel's path.
+void apply_retention(ServerContext& ctx, const Config& config, const std::string& keep_id) {
+  if (!config.retention.any()) return;
+  try {
+    std::lock_guard lock(ctx.vacuum_mu);
+    const auto result = vacuum(ctx.index, ctx.store_dirfd, config.retention, keep_id, std::chrono::system_clock::now());
+    if (!result.removed.empty() && log_limiter().allow("vacuum"))
+      spdlog::info("vacuum: removed {} core(s), {} bytes", result.removed.size(), result.bytes_removed);
+    for (const auto& e : result.errors) spdlog::warn("vacuum: {}", e);
+  } catch (const std::exception& e) {
+    spdlog::error("vacuum failed: {}", e.what());
+  }
+}
+
 // The compress stage: follows the spool until its input is closed, then finalizes the dump.
 void compress(const std::shared_ptr<InFlight>& dp) {
   lower_priority_once();
   InFlight& d = *dp;
+  apply_retention(d.ctx, *d.job.config, d.job.record.id);  // make room before the file grows
   std::string error = d.spool ? "" : "no spool";
   std::optional<CoreWriter> writer;
   if (error.empty()) {
@@ -267,6 +283,7 @@ void compress(const std::shared_ptr<InFlight>& dp) {
   writer.reset();
   d.spool.reset();
   finalize(d, stored, error);
+  apply_retention(d.ctx, *d.job.config, d.job.record.id);  // quotas, now counting this dump
 }
 
 void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_error) {

@@ -5,6 +5,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include <atomic>
+#include <mutex>
 
 #include <nlohmann/json.hpp>
 #include <memory>
@@ -36,6 +37,7 @@ struct ServerContext {
   nlohmann::json host_namespaces = nlohmann::json::object();
   Stats& stats;
   std::atomic<int> in_flight{0};     ///< sessions not yet finished
+  std::mutex vacuum_mu;              ///< vacuum() calls on the store must not overlap
   std::atomic<int> dumps_in_flight{0};  ///< dump jobs queued or running (bounded by max_concurrent_dumps)
 
   /// The configuration in force; a snapshot is taken per session, so a reload never changes a

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -279,6 +280,43 @@ TEST_F(Resilience, SymlinksInTheStoreNeverRedirectWrites) {
   EXPECT_EQ(rec->state, DumpState::Complete);
   EXPECT_EQ(read_file(victim), "precious");
   EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(store_ + "/" + rec->path)));
+}
+
+// A per-uid quota evicts that uid's oldest cores, keeps its newest, and leaves other uids alone.
+TEST_F(Resilience, QuotaEvictionKeepsTheNewestAndOtherUsers) {
+  restart_daemon(R"({"retention": {"max_use_per_uid": "100K"}})");
+  // One dump of another user (nobody), then several of root, each ~40 KiB compressed.
+  const pid_t other = spawn({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", CRASHER_BIN,
+                             "--mode", "segv"});
+  ASSERT_TRUE(wait_for(other, 60s).exited);
+  ASSERT_TRUE(stored_dump_of(other));
+  std::vector<pid_t> mine;
+  for (int i = 0; i < 4; ++i) {
+    pid_t pid = 0;
+    ASSERT_TRUE(crash({"--mode", "segv"}, &pid).exited);
+    ASSERT_TRUE(stored_dump_of(pid));
+    mine.push_back(pid);
+  }
+  std::map<pid_t, DumpRecord> by_pid;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const auto& r : Index(store_, false).list()) by_pid[static_cast<pid_t>(r.pid)] = r;
+        return !by_pid[mine[0]].path.empty() ? false : true;
+      },
+      20s))
+      << "the oldest root dump was not evicted";
+  std::uint64_t root_bytes = 0;
+  for (pid_t p : mine) root_bytes += by_pid[p].path.empty() ? 0 : by_pid[p].stored_size;
+  EXPECT_LE(root_bytes, 100u * 1024) << "root's cores exceed the quota";
+  const auto& newest = by_pid[mine.back()];
+  EXPECT_FALSE(newest.path.empty()) << "the newest dump must stay";
+  EXPECT_TRUE(fs::exists(store_ + "/" + newest.path));
+  EXPECT_TRUE(by_pid[mine[0]].extra.contains("vacuumed")) << by_pid[mine[0]].extra.dump();
+  EXPECT_FALSE(fs::exists(store_ + "/" + by_pid[mine[0]].id + ".zst"));
+  const auto& nobody = by_pid[other];
+  EXPECT_EQ(nobody.uid, 65534);
+  EXPECT_FALSE(nobody.path.empty()) << "another user's dump was evicted";
+  EXPECT_TRUE(fs::exists(store_ + "/" + nobody.path));
 }
 
 // All sizes are 64-bit: a core over 3 GiB is stored whole.
