@@ -187,6 +187,8 @@ Config apply_config_json(const std::string& origin, const std::string& text, Con
       c.handshake_timeout = std::chrono::milliseconds(get_int(origin, key, v, 10, 60'000));
     } else if (key == "stream_idle_timeout_ms") {
       c.stream_idle_timeout = std::chrono::milliseconds(get_int(origin, key, v, 100, 3'600'000));
+    } else if (key == "shutdown_grace_ms") {
+      c.shutdown_grace = std::chrono::milliseconds(get_int(origin, key, v, 0, 3'600'000));
     } else if (key == "listen_backlog") {
       c.listen_backlog = static_cast<int>(get_int(origin, key, v, 16, 65535));
     } else if (key == "compression_jobs") {

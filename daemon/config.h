@@ -32,6 +32,9 @@ struct Config {
   std::chrono::milliseconds handshake_timeout{2000};
   /// Longest a core stream may stall between two reads before the dump is cut short.
   std::chrono::milliseconds stream_idle_timeout{30000};
+  /// On SIGTERM, how long in-flight dumps may take to finish before the daemon exits anyway
+  /// (they are then marked interrupted at the next start). Keep below systemd's TimeoutStopSec.
+  std::chrono::milliseconds shutdown_grace{20000};
   int listen_backlog = 4096;   ///< the kernel's connect is non-blocking: a full backlog loses dumps (spec §1.5)
   int dump_workers = 64;       ///< threads draining core streams (blocked on the socket most of the time)
   /// Cores compressed at once (each may use compression.threads zstd workers). Default: one per CPU.

@@ -28,9 +28,6 @@ using local = asio::local::stream_protocol;
 
 namespace {
 
-// How long SIGTERM waits for in-flight dumps before leaving them to start-up recovery.
-constexpr auto kShutdownGrace = std::chrono::seconds(20);
-
 std::string read_boot_id() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
   std::string id;
@@ -209,7 +206,7 @@ void Server::shutdown() {
   signals_.cancel(ignored);
   watchdog_.cancel();
   if (pattern_) pattern_->restore();
-  const auto give_up = std::chrono::steady_clock::now() + kShutdownGrace;
+  const auto give_up = std::chrono::steady_clock::now() + ctx_->config()->shutdown_grace;
   struct Poller {
     Server* s;
     std::chrono::steady_clock::time_point give_up;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The unit's sandbox must still let the daemon do its job. Without PID 1 we rebuild its two parts
-# that matter for collection: CapabilityBoundingSet= (setpriv: root keeping only those four caps,
-# no_new_privs) and ProtectHostname= (unshare --uts, with a different hostname). A real process of
+# The unit's sandbox must still let the daemon do its job. Without PID 1 we rebuild the parts that
+# matter for collection: CapabilityBoundingSet= (setpriv: root keeping only those four caps,
+# no_new_privs), ProtectHostname= (unshare --uts, with a different hostname) and PrivateNetwork=
+# (unshare --net: the kernel connects from the host's netns to a path socket). A real process of
 # another user (nobody) crashes into it; the stored record must be complete: the core, its
 # environ and fds (CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH) and the crasher's hostname, read by setns()
 # into its UTS namespace (CAP_SYS_ADMIN), not the daemon's own.
@@ -20,15 +21,17 @@ echo '{"defaults": {"capture_environ": true}}' >"$T/config.json"
 caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$SOURCE_DIR/systemd-units/coredumpd.service.in")
 bounding=-all$(for c in $caps; do c=${c#CAP_}; printf ',+%s' "${c,,}"; done)
 # unshare and sh exec, so $! is the daemon. 9>&- : the daemon must not inherit the lock.
-unshare --uts sh -c 'hostname coredumpd-sandbox && exec setpriv --bounding-set="$0" --inh-caps=-all \
+unshare --uts --net sh -c 'hostname coredumpd-sandbox && exec setpriv --bounding-set="$0" --inh-caps=-all \
   --no-new-privs "$@"' "$bounding" "$COREDUMPD" --socket "$sock" --store "$store" \
   --config "$T/config.json" --log-level debug >"$log" 2>&1 9>&- &
 pid=$!
 PIDS+=($pid)
 wait_for 30 test -S "$sock" || fail "daemon did not start listening"
-caps_eff=$(sed -n 's/^CapEff:\s*//p' "/proc/$pid/status")
-((0x$caps_eff == (1 << 2 | 1 << 5 | 1 << 19 | 1 << 21))) || fail "daemon's CapEff is $caps_eff, not the unit's four caps"
-ok "daemon runs with CapEff=$caps_eff ($caps) and hostname coredumpd-sandbox"
+# Effective = bounding set, with one bit per capability the unit names (setpriv refuses bad names).
+eff=$(sed -n 's/^CapEff:\s*//p' "/proc/$pid/status") bnd=$(sed -n 's/^CapBnd:\s*//p' "/proc/$pid/status")
+n=0; for ((m = 0x$eff; m; m &= m - 1)); do ((++n)); done
+[[ $eff == "$bnd" ]] && ((n == $(wc -w <<<"$caps"))) || fail "daemon's CapEff $eff / CapBnd $bnd do not match: $caps"
+ok "daemon runs with CapEff=$eff ($caps) and hostname coredumpd-sandbox"
 
 # core_pattern is global: hold the shared lock while it points at our socket, restore on every exit.
 exec 9>/run/lock/coredumpd-core_pattern.lock
@@ -46,7 +49,8 @@ rc=0
 # Bounded wait until the dump is indexed as complete.
 info() { "$DUMPCTL" --store "$store" info --json 2>/dev/null; }
 state() { info | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin).get("state",""))' 2>/dev/null; }
-wait_for 30 test "$(state)" = complete || fail "no complete dump in the store within 30 s"
+complete() { [[ $(state) == complete ]]; }
+wait_for 30 complete || fail "no complete dump in the store within 30 s"
 printf '%s\n' "$previous" >/proc/sys/kernel/core_pattern
 
 info >"$T/info.json"

@@ -10,7 +10,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// Every file-settable field changed from its default.
+// Every file-settable field changed from its default (but those LeavesOmittedSettingsAlone lists).
 Config scrambled() {
   Config c;
   c.socket_path = "/x/other.sock";
@@ -19,11 +19,18 @@ Config scrambled() {
   c.stream_idle_timeout = milliseconds(101);
   c.listen_backlog = 17;
   c.dump_workers = 9;
+  c.max_concurrent_dumps = 3;
+  c.overload_action = Action::Reject;
   c.collector_threads = 7;
   c.compression.level = 18;
   c.compression.threads = 5;
   c.close_files_bit = std::uint64_t{1} << 40;
   c.collector_budget = milliseconds(3);
+  c.retention.max_use_bytes = 1;
+  c.retention.keep_free_percent = 5;
+  c.retention.max_age = std::chrono::seconds(1);
+  c.retention.max_use_per_uid_bytes = 1;
+  c.retention.max_use_per_rule_bytes["stale"] = 1;
   c.defaults.action = Action::Reject;
   c.defaults.close_files = !c.defaults.close_files;
   c.defaults.records = !c.defaults.records;
@@ -63,22 +70,32 @@ TEST(ShippedConfig, SetsEveryKeyToItsDefault) {
   EXPECT_EQ(got.stream_idle_timeout, want.stream_idle_timeout);
   EXPECT_EQ(got.listen_backlog, want.listen_backlog);
   EXPECT_EQ(got.dump_workers, want.dump_workers);
+  EXPECT_EQ(got.max_concurrent_dumps, want.max_concurrent_dumps);
+  EXPECT_EQ(got.overload_action, want.overload_action);
   EXPECT_EQ(got.collector_threads, want.collector_threads);
   EXPECT_EQ(got.compression.level, want.compression.level);
   EXPECT_EQ(got.compression.threads, want.compression.threads);
   EXPECT_EQ(got.close_files_bit, want.close_files_bit);
   EXPECT_EQ(got.collector_budget, want.collector_budget);
+  EXPECT_EQ(got.retention.max_use_bytes, want.retention.max_use_bytes);
+  EXPECT_EQ(got.retention.keep_free_bytes, want.retention.keep_free_bytes);
+  EXPECT_EQ(got.retention.keep_free_percent, want.retention.keep_free_percent);
+  EXPECT_EQ(got.retention.max_age, want.retention.max_age);
+  EXPECT_EQ(got.retention.max_use_per_uid_bytes, want.retention.max_use_per_uid_bytes);
+  EXPECT_EQ(got.retention.max_use_per_rule_bytes, want.retention.max_use_per_rule_bytes);
   expect_same_policy(got.defaults, want.defaults);
   EXPECT_TRUE(got.rules.empty());
 }
 
-// Settings the file leaves out on purpose keep whatever the base had.
-TEST(ShippedConfig, LeavesTestOnlySettingsAlone) {
+// Settings the file leaves out on purpose (test-only, host-dependent, command line) keep the base.
+TEST(ShippedConfig, LeavesOmittedSettingsAlone) {
   Config base;
   base.test_collector_delay = milliseconds(42);  // "testing" is commented out in the shipped file
+  base.compression_jobs = 63;                    // commented out: its default depends on the CPUs
   base.allow_unverified_peers = true;            // command line only
   const Config got = load_config_file(SHIPPED_CONFIG, base);
   EXPECT_EQ(got.test_collector_delay, milliseconds(42));
+  EXPECT_EQ(got.compression_jobs, 63);
   EXPECT_TRUE(got.allow_unverified_peers);
 }
 
