@@ -171,7 +171,7 @@ Config apply_config_json(const std::string& origin, const std::string& text, Con
   json doc;
   try {
     doc = json::parse(text, nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     error(origin, "(syntax)", e.what());
   }
   if (!doc.is_object()) error(origin, "(top level)", "expected a JSON object");

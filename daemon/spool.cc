@@ -63,11 +63,9 @@ void Spool::append(std::span<const std::byte> bytes) {
   }
   if (bytes.size() > run_start) write_at(write_pos_ + run_start, bytes.data() + run_start, bytes.size() - run_start);
   write_pos_ += bytes.size();
-  {
-    std::lock_guard lock(mu_);
-    end_ = write_pos_;
-  }
-  cv_.notify_one();
+  std::lock_guard lock(mu_);
+  end_ = write_pos_;
+  cv_.notify_one();  // under the lock: the reader may destroy the Spool as soon as it wakes
 }
 
 void Spool::append_zeros(std::uint64_t len) {
@@ -75,19 +73,15 @@ void Spool::append_zeros(std::uint64_t len) {
   // The file must be as long as the core even if it ends in a hole.
   if (::ftruncate(fd_.get(), static_cast<off_t>(write_pos_)) < 0)
     throw StoreError(std::string("extend spool file: ") + std::strerror(errno), errno);
-  {
-    std::lock_guard lock(mu_);
-    end_ = write_pos_;
-  }
-  cv_.notify_one();
+  std::lock_guard lock(mu_);
+  end_ = write_pos_;
+  cv_.notify_one();  // under the lock: the reader may destroy the Spool as soon as it wakes
 }
 
 void Spool::close_input() {
-  {
-    std::lock_guard lock(mu_);
-    closed_ = true;
-  }
-  cv_.notify_one();
+  std::lock_guard lock(mu_);
+  closed_ = true;
+  cv_.notify_one();  // under the lock: the reader may destroy the Spool as soon as it wakes
 }
 
 std::uint64_t Spool::wait_beyond(std::uint64_t pos) {

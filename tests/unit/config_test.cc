@@ -39,8 +39,13 @@ TEST(Config, EveryGlobalKeyIsRead) {
     "socket": "/run/x/s.sock", "store": "/srv/cores", "handshake_timeout_ms": 1500,
     "stream_idle_timeout_ms": 5000, "listen_backlog": 512, "dump_workers": 3, "collector_threads": 1,
     "compression": {"level": 5, "threads": 2}, "close_files_bit": 256, "collector_budget_ms": 100,
-    "testing": {"collector_delay_ms": 7}
+    "testing": {"collector_delay_ms": 7}, "shutdown_grace_ms": 1234, "max_concurrent_dumps": 9,
+    "overload_action": "reject", "compression_jobs": 2
   })");
+  EXPECT_EQ(c.shutdown_grace.count(), 1234);
+  EXPECT_EQ(c.max_concurrent_dumps, 9);
+  EXPECT_EQ(c.overload_action, Action::Reject);
+  EXPECT_EQ(c.compression_jobs, 2);
   EXPECT_EQ(c.socket_path, "/run/x/s.sock");
   EXPECT_EQ(c.store_dir, "/srv/cores");
   EXPECT_EQ(c.handshake_timeout.count(), 1500);
@@ -100,6 +105,12 @@ TEST(Config, ErrorsNameFileKeyAndReason) {
       {R"({"testing": {"delay": 1}})", "testing.delay: unknown key"},
       {R"([1, 2])", "(top level): expected a JSON object"},
       {R"({"socket": )", "test.json: (syntax)"},
+      // nlohmann_json raises out_of_range, not parse_error, for a number no double holds (fuzz
+      // regression tests/fuzz/regressions/fuzz_config/json_number_overflow_1e400.json).
+      {R"({"dump_workers": 1e400})", "test.json: (syntax)"},
+      {R"({"shutdown_grace_ms": -1})", "shutdown_grace_ms: value -1 out of range"},
+      {R"({"overload_action": "drop"})", "overload_action:"},
+      {R"({"max_concurrent_dumps": 0})", "max_concurrent_dumps: value 0 out of range"},
   };
   for (const auto& c : cases) {
     const auto err = error_of(c.json);
