@@ -11,7 +11,7 @@ packages=(
   libzstd-dev zstd libsqlite3-dev sqlite3
   libelf-dev libdw-dev elfutils
   libgtest-dev libgmock-dev
-  gdb python3 util-linux procps file
+  gdb python3 util-linux procps file e2fsprogs mount
 )
 
 missing=()

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -36,6 +37,36 @@ class ScopedTmpfs {
 
  private:
   std::string dir_;
+  bool ok_ = false;
+};
+
+// Mounts a fresh ext4 image of `mib` MiB (in `image`) at `dir` through a loop device, for the
+// scope; ok() is false (and why() says why) where mkfs.ext4 or loop devices are unavailable.
+class ScopedExt4Image {
+ public:
+  ScopedExt4Image(const std::string& image, const std::string& dir, int mib) : dir_(dir) {
+    fs::create_directories(dir);
+    const auto mkfs = run_capture({"/sbin/mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0",
+                                   "-b", "4096", image, std::to_string(mib * 256)});
+    if (mkfs.first.exit_code() != 0) {
+      why_ = "mkfs.ext4 failed: " + mkfs.second;
+      return;
+    }
+    const auto mnt = run_capture({"/bin/mount", "-o", "loop", image, dir});
+    if (mnt.first.exit_code() != 0) {
+      why_ = "cannot loop-mount an ext4 image: " + mnt.second;
+      return;
+    }
+    ok_ = true;
+  }
+  ~ScopedExt4Image() {
+    if (ok_) run_capture({"/bin/umount", "-l", dir_});
+  }
+  bool ok() const { return ok_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  std::string dir_, why_;
   bool ok_ = false;
 };
 
@@ -83,6 +114,39 @@ TEST_F(Resilience, FullStoreMidDumpFailsCleanlyAndKeepsServing) {
   EXPECT_EQ(ok->state, DumpState::Complete) << ok->reason;
   pattern_.reset();
   daemon_->stop();  // before the tmpfs goes
+}
+
+// A store whose filesystem turns read-only under the running daemon (ext4 after an I/O error,
+// errors=remount-ro; here `mount -o remount,abort`, which statvfs does not show): the dump is
+// rejected in the handshake with the reason logged, no core is produced, and the crashing task is
+// not kept waiting.
+TEST_F(Resilience, StoreTurnedReadOnlyRejectsFast) {
+  daemon_->stop();
+  pattern_.reset();
+  ScopedExt4Image ext4(*dir_ / "store.img", store_, 32);
+  if (!ext4.ok()) GTEST_SKIP() << ext4.why();
+  restart_daemon();
+  const auto abort = run_capture({"/bin/mount", "-o", "remount,abort", store_});
+  ASSERT_EQ(abort.first.exit_code(), 0) << abort.second;
+
+  pid_t pid = 0;
+  const auto began = std::chrono::steady_clock::now();
+  const auto st = crash({"--mode", "segv", "--touch-mib", "64"}, &pid);
+  const auto took = std::chrono::steady_clock::now() - began;
+  ASSERT_TRUE(st.exited);
+  EXPECT_EQ(st.term_signal(), SIGSEGV);
+  EXPECT_FALSE(st.core_dumped()) << "REJECT: the kernel produced no core";
+  EXPECT_LT(took, 10s);
+  EXPECT_TRUE(wait_until([&] { return daemon_->log().find("read-only (refuses writes)") != std::string::npos; }, 5s))
+      << daemon_->log();
+
+  // Still serving: the next crash gets the same fast answer, not a hang.
+  pid_t again = 0;
+  const auto st2 = crash({"--mode", "segv"}, &again);
+  ASSERT_TRUE(st2.exited);
+  EXPECT_FALSE(st2.core_dumped());
+  pattern_.reset();
+  daemon_->stop();
 }
 
 // kill -9 of the daemon during a 1 GiB dump: at the next start the row is marked interrupted and
