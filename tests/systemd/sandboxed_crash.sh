@@ -35,7 +35,8 @@ ok "daemon runs with CapEff=$eff ($caps) and hostname coredumpd-sandbox"
 
 # core_pattern is global: hold the shared lock while it points at our socket, restore on every exit.
 exec 9>/run/lock/coredumpd-core_pattern.lock
-flock -w 300 9 || fail "could not lock /run/lock/coredumpd-core_pattern.lock within 5 minutes"
+# Long: other real-kernel tests (a 3 GiB core under ASan) hold it for minutes; we need it ~1 s.
+flock -w 600 9 || fail "could not lock /run/lock/coredumpd-core_pattern.lock within 10 minutes"
 previous=$(cat /proc/sys/kernel/core_pattern)
 EXIT_HOOKS+=('printf "%s\n" "$previous" >/proc/sys/kernel/core_pattern; exec 9>&-')
 echo "@@$sock" >/proc/sys/kernel/core_pattern

@@ -1,0 +1,36 @@
+# Debian package (CPack DEB). Included last from the top CMakeLists.txt; build it with
+# packaging/build-deb.sh, which configures with CMAKE_INSTALL_PREFIX=/usr: the unit's ExecStart= and
+# --config paths are fixed at configure time, so a package from a /usr/local tree would be broken.
+if(NOT CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  message(STATUS "CPack DEB: install prefix is ${CMAKE_INSTALL_PREFIX}; packages need /usr (use packaging/build-deb.sh)")
+endif()
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME coredumpd)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "coredump server for the Linux core_pattern socket protocol")
+# The long description; CPack puts the summary above it.
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "coredumpd receives core dumps over kernel.core_pattern=@@SOCKET (Linux 6.17+),
+records metadata from /proc while the task is frozen, and stores zstd-compressed cores with
+an index. dumpctl lists, shows, extracts and debugs them.")
+set(CPACK_PACKAGE_CONTACT "coredumpd maintainers <root@localhost>")
+set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # coredumpd_<version>_<arch>.deb
+set(CPACK_STRIP_FILES TRUE)  # RelWithDebInfo binaries are ~10x larger with their debug info
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+# Depends= from the binaries' real NEEDED libraries (dpkg-shlibdeps): libzstd1, libsqlite3-0,
+# libsystemd0, libspdlog, libfmt, libstdc++6, ... exactly what this build links.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# The units and sysctl.d/tmpfiles.d drop-ins need systemd to mean anything; gdb is `dumpctl debug`.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd (>= 252)")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "gdb")
+# Both programs take core_pattern; the later sysctl.d file (ours) wins, but only one can run.
+set(CPACK_DEBIAN_PACKAGE_CONFLICTS "systemd-coredump")
+# conffiles: dpkg keeps local edits of /etc/coredumpd/coredumpd.json across upgrades.
+# Maintainer scripts: enable the socket, then point core_pattern at it; undo on removal.
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    ${CMAKE_CURRENT_LIST_DIR}/conffiles ${CMAKE_CURRENT_LIST_DIR}/postinst
+    ${CMAKE_CURRENT_LIST_DIR}/prerm ${CMAKE_CURRENT_LIST_DIR}/postrm)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)  # scripts 0755, conffiles 0644
+include(CPack)
