@@ -212,7 +212,12 @@ void Session::send_ack() {
     return abort("cannot build an ack: " + error);
   }
   negotiation_ = *negotiation;
-  if (negotiation_.unknown) spdlog::info("kernel offers unknown coredump mask bits {:#x}; ignored", negotiation_.unknown);
+  if (negotiation_.unknown) {
+    // Logged once per distinct set: a newer kernel offers them on every crash.
+    static std::atomic<std::uint64_t> logged{0};
+    if (logged.exchange(negotiation_.unknown) != negotiation_.unknown)
+      spdlog::info("kernel offers unknown coredump mask bits {:#x}; ignored", negotiation_.unknown);
+  }
 
   // Self-check: never send an ack the kernel's own validation would refuse.
   const auto wire = protocol::ack_bytes(negotiation_.ack);

@@ -36,8 +36,10 @@ def pad(b, align):
 
 
 def note(name, ntype, desc, align=4):
+    """One note; `align` 8 is the ELF_T_NHDR8 layout (descriptor 8-aligned from the note start)."""
     n = name.encode() + b"\0" if name else b""
-    return struct.pack("<III", len(n), len(desc), ntype) + pad(n, align) + pad(desc, align)
+    head = struct.pack("<III", len(n), len(desc), ntype)
+    return pad(head + n, align) + pad(desc, align)
 
 
 def prstatus(tid, sig):

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it, on a fresh Debian 12 machine as root:
+#   1. dependencies, the asan preset (ASan+UBSan, -Werror), every target, then ctest;
+#   2. the threaded tests under ThreadSanitizer (scripts/tsan.sh);
+#   3. every libFuzzer target for FUZZ_SECONDS (default 60) each, after its regressions (scripts/fuzz.sh).
+# Real-kernel tests need root and Linux 6.17+ (they skip otherwise, saying why) and serialise
+# themselves through /run/lock/coredumpd-core_pattern.lock, so -j2 is safe.
+# Usage: scripts/test.sh [extra ctest arguments, e.g. -L systemd or -R notify]
+# With ctest arguments, or SKIP_TSAN=1 / SKIP_FUZZ=1, the later stages are left out (quick local runs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+cmake --preset asan
+cmake --build --preset asan
+# UBSan aborts on the first error already (-fno-sanitize-recover); a stack makes it actionable.
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+
+log=build/asan/ctest.log
+rc=0
+ctest --preset asan -j2 --timeout 900 "$@" 2>&1 | tee "$log" || rc=$?  # pipefail: ctest's status
+
+verdicts=("ctest (asan): $( ((rc == 0)) && echo passed || echo "FAILED (exit $rc)")")
+if (($# == 0)) && [[ ${SKIP_TSAN:-0} != 1 ]]; then
+  trc=0
+  TSAN_SKIP_DEPS=1 scripts/tsan.sh || trc=$?
+  verdicts+=("tsan: $( ((trc == 0)) && echo passed || echo FAILED)")
+  ((trc == 0)) || rc=1
+fi
+if (($# == 0)) && [[ ${SKIP_FUZZ:-0} != 1 ]]; then
+  frc=0
+  FUZZ_SKIP_DEPS=1 scripts/fuzz.sh "${FUZZ_SECONDS:-60}" || frc=$?
+  verdicts+=("fuzz: $( ((frc == 0)) && echo passed || echo FAILED)")
+  ((frc == 0)) || rc=1
+fi
+
+# The summaries again at the end, where they cannot scroll away.
+echo
+sed -n '/tests passed\|tests failed/,$p' "$log"
+printf 'test.sh: %s\n' "${verdicts[@]}"
+if ((rc != 0)); then echo "test.sh: FAILED"; else echo "test.sh: all stages passed"; fi
+exit "$rc"
