@@ -1,9 +1,10 @@
-// `dumpctl info`: every field of one dump.
+// `dumpctl info`: every field of one dump (the raw collected metadata with --extra).
 #include <sstream>
 
 #include "cli/core_file.h"
 #include "cli/dumpctl.h"
 #include "cli/format.h"
+#include "cli/info_details.h"
 #include "cli/json_output.h"
 #include "cli/match.h"
 #include "daemon/store/index.h"
@@ -121,7 +122,8 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
   } else {
     field(out, "Storage", std::string("none (") + core_status_name(status) + ")");
   }
-  if (!r.extra.is_null() && !(r.extra.is_object() && r.extra.empty())) {
+  for (const auto& d : info_details(r.extra)) field(out, d.label, d.value);
+  if (o.extra && !r.extra.is_null() && !(r.extra.is_object() && r.extra.empty())) {
     // JSON escapes C0 controls inside strings; sanitize_json_text() also escapes C1 controls and
     // bidi overrides, which JSON leaves raw.
     field(

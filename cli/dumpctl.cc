@@ -41,6 +41,8 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
   CLI::App* info = app.add_subcommand("info", "Show every detail of one coredump");
   info->add_option("MATCH", info_opts.match, std::string(kMatchHelp) + " (default: newest dump)");
   info->add_flag("--json", info_opts.json, "Print the record as JSON");
+  info->add_flag("--extra", info_opts.extra,
+                 "Also print all collected metadata (maps, status, mountinfo...) as JSON");
 
   DumpOptions dump_opts;
   CLI::App* dump = app.add_subcommand("dump", "Write the original core file");

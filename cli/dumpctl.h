@@ -44,6 +44,7 @@ struct ListOptions {
 struct InfoOptions {
   std::optional<std::string> match;  ///< id, id prefix, PID, exe path or comm; none: newest dump
   bool json = false;                 ///< print to_json(record) instead of text
+  bool extra = false;                ///< text: also print the raw metadata JSON (proc files, maps...)
 };
 
 /// `dumpctl dump`.

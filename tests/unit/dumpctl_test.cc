@@ -17,12 +17,14 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/core_file.h"
+#include "cli/info_details.h"
 #include "cli/format.h"
 #include "daemon/store/index.h"
 
@@ -412,7 +414,7 @@ TEST_F(DumpctlTest, InfoPrintsEveryField) {
   write_file(store_ + "/" + r.path, z);
   insert(r);
 
-  const Result res = run({"info", "4321"});
+  const Result res = run({"info", "4321", "--extra"});
   ASSERT_EQ(res.rc, 0) << res.err;
   const std::string& o = res.out;
   const auto has = [&](const std::string& s) {
@@ -443,6 +445,10 @@ TEST_F(DumpctlTest, InfoPrintsEveryField) {
     EXPECT_TRUE(c == '\n' || (u >= 0x20 && u != 0x7f)) << "raw control byte " << int(u);
   }
   EXPECT_NE(res.err.find("warning: the core of this dump is truncated"), std::string::npos);
+  // Without --extra the raw metadata JSON stays out of the text.
+  const Result plain = run({"info", "4321"});
+  EXPECT_EQ(plain.out.find("\"flags\": \"PIDFD\""), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("Storage: "), std::string::npos) << plain.out;
 
   // Failed dumps warn as well; an interrupted one too.
   r.id = make_id(10);
@@ -728,3 +734,67 @@ TEST(DumpctlFormat, SizesTimesAndMasks) {
 
 }  // namespace
 }  // namespace coredumpd::cli
+
+// The readable summary of the collected metadata: each section from the daemon's keys, hostile
+// bytes escaped, odd types skipped rather than thrown on.
+TEST(InfoDetails, SummarisesTheCollectedMetadata) {
+  using coredumpd::cli::info_details;
+  const nlohmann::json extra = {
+      {"container", {{"key", "docker:0123456789ab"}, {"runtime", "docker"}, {"name", "web"}, {"ns_pid", 7},
+                     {"ns_uid", 0}, {"ns_gid", 0}, {"hostname", "box\x1b[2J"}}},
+      {"rule", "keep-web"},
+      {"negotiation", {{"offered", 0xF}, {"acked", 0x9}, {"mode", "kernel"}, {"wait", "granted"},
+                       {"close_files", "not offered"}, {"records", "not offered"}, {"sparse", "declined by policy"},
+                       {"memory_types", "not offered"}}},
+      {"handshake_us", 12800}, {"stream_us", 9016}, {"released_us", 9313}, {"stored_us", 24298},
+      {"threads", 3}, {"si_code", 1}, {"fault_address", 0x10},
+      {"proc", {{"fds", {{{"fd", 0}, {"target", "/dev/null"}, {"pos", 0}, {"flags", "0100000"}},
+                         {{"fd", 3}, {"target", "/tmp/evil\nname"}, {"pos", 12}, {"flags", "02"},
+                          {"locks", {"1: POSIX  ADVISORY  WRITE 998 fe:00:1234 0 EOF"}}}}},
+                {"locks", {"1: POSIX  ADVISORY  WRITE 998 fe:00:1234 0 EOF"}},
+                {"smaps_rollup", "x [rollup]\nRss:                2536 kB\nPss:  485 kB\nAnonymous:  196 kB\nSwap:  0 kB\n"}}},
+      {"collect_errors", {{"environ", "skipped: handshake deadline"}}},
+      {"environ", {"A=1", "B=2"}},
+  };
+  std::map<std::string, std::string> got;
+  std::vector<std::string> order;
+  for (const auto& f : info_details(extra)) {
+    order.push_back(f.label);
+    got[f.label] = f.value;
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"Container", "In Container", "Rule", "Negotiation", "Timing", "Threads",
+                                             "Signal Info", "Open Files", "Locks", "Memory", "Collector Errors",
+                                             "Environment"}));
+  EXPECT_EQ(got["Container"], "docker:0123456789ab (runtime docker, name web)");
+  EXPECT_EQ(got["In Container"], "pid 7, uid 0, gid 0, hostname box\\x1b[2J");
+  EXPECT_EQ(got["Rule"], "keep-web");
+  EXPECT_EQ(got["Negotiation"],
+            "offered 0xf, acked 0x9, mode kernel\nwait: granted\nclose_files: not offered\nrecords: not offered\n"
+            "sparse: declined by policy\nmemory_types: not offered");
+  EXPECT_EQ(got["Timing"], "handshake 12.8 ms (accept to ack)\nstream ended 9.0 ms, task released 9.3 ms, stored 24.3 ms after the ack");
+  EXPECT_EQ(got["Signal Info"], "si_code 1, fault address 0x10");
+  EXPECT_EQ(got["Open Files"],
+            "0: /dev/null (pos 0, flags 0100000)\n3: /tmp/evil\\nname (pos 12, flags 02)\n"
+            "    lock 1: POSIX  ADVISORY  WRITE 998 fe:00:1234 0 EOF");
+  EXPECT_EQ(got["Locks"], "1: POSIX  ADVISORY  WRITE 998 fe:00:1234 0 EOF");
+  EXPECT_EQ(got["Memory"], "Rss 2536 kB, Pss 485 kB, Anonymous 196 kB, Swap 0 kB");
+  EXPECT_EQ(got["Collector Errors"], "environ: skipped: handshake deadline");
+  EXPECT_EQ(got["Environment"], "2 variables (dumpctl info --json shows them)");
+
+  // A host crash, and metadata of the wrong shapes: skipped, never thrown on.
+  const auto host = info_details({{"container", {{"key", "host"}}}, {"rule", ""}, {"negotiation", 5},
+                                  {"proc", {{"fds", "nope"}, {"locks", nlohmann::json::array()}}}});
+  ASSERT_EQ(host.size(), 3u);
+  EXPECT_EQ(host[0].value, "none (host)");
+  EXPECT_EQ(host[1].value, "none (defaults)");
+  EXPECT_EQ(host[2].label, "Locks");
+  EXPECT_EQ(host[2].value, "none held");
+  EXPECT_TRUE(info_details(nlohmann::json::array()).empty());
+
+  // More descriptors than shown: counted, not listed.
+  nlohmann::json many = {{"proc", {{"fds", nlohmann::json::array()}}}};
+  for (int i = 0; i < 40; ++i) many["proc"]["fds"].push_back({{"fd", i}, {"target", "/dev/null"}});
+  const auto fds = info_details(many, 32);
+  ASSERT_EQ(fds.size(), 1u);
+  EXPECT_NE(fds[0].value.find("... 8 more"), std::string::npos) << fds[0].value;
+}

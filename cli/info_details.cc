@@ -1,0 +1,191 @@
+#include "cli/info_details.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <sstream>
+
+#include "cli/format.h"
+#include "daemon/store/dump_record.h"
+
+namespace coredumpd::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+/// The string at extra[key] (bytes_to_json encoding), escaped; "" if absent or not a string.
+std::string text_of(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end()) return "";
+  const auto bytes = bytes_from_json(*it);
+  return bytes ? escape_for_display(*bytes) : "";
+}
+
+std::uint64_t number_of(const json& j, const char* key, std::uint64_t fallback = 0) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>()
+       : it != j.end() && it->is_number_integer() && it->get<std::int64_t>() >= 0
+           ? static_cast<std::uint64_t>(it->get<std::int64_t>())
+           : fallback;
+}
+
+std::string ms(std::uint64_t us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f ms", static_cast<double>(us) / 1000.0);
+  return buf;
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "%#" PRIx64, v);
+  return buf;
+}
+
+void container(const json& extra, std::vector<InfoField>& out) {
+  const auto it = extra.find("container");
+  if (it == extra.end() || !it->is_object()) return;
+  const json& c = *it;
+  const std::string key = text_of(c, "key");
+  if (key.empty() || key == "host") {
+    out.push_back({"Container", "none (host)"});
+    return;
+  }
+  std::string v = key;
+  std::string more;
+  for (const char* k : {"runtime", "name", "pod_uid", "unit"}) {
+    const std::string s = text_of(c, k);
+    if (!s.empty()) more += std::string(more.empty() ? "" : ", ") + k + " " + s;
+  }
+  if (!more.empty()) v += " (" + more + ")";
+  out.push_back({"Container", v});
+  std::string inside;
+  for (const char* k : {"ns_pid", "ns_uid", "ns_gid"}) {
+    const auto f = c.find(k);
+    if (f != c.end() && f->is_number_integer())
+      inside += std::string(inside.empty() ? "" : ", ") + (k + 3) + " " + std::to_string(f->get<std::int64_t>());
+  }
+  const std::string host = text_of(c, "hostname");
+  if (!host.empty()) inside += std::string(inside.empty() ? "" : ", ") + "hostname " + host;
+  if (!inside.empty()) out.push_back({"In Container", inside});
+}
+
+void negotiation(const json& extra, std::vector<InfoField>& out) {
+  const auto it = extra.find("negotiation");
+  if (it == extra.end() || !it->is_object()) return;
+  const json& n = *it;
+  std::string v = "offered " + hex(number_of(n, "offered")) + ", acked " + hex(number_of(n, "acked")) +
+                  ", mode " + text_of(n, "mode");
+  for (const char* flag : {"wait", "close_files", "records", "sparse", "memory_types"})
+    v += std::string("\n") + flag + ": " + text_of(n, flag);
+  out.push_back({"Negotiation", v});
+}
+
+void timing(const json& extra, std::vector<InfoField>& out) {
+  std::string v;
+  if (extra.contains("handshake_us")) v = "handshake " + ms(number_of(extra, "handshake_us")) + " (accept to ack)";
+  std::string after;
+  if (extra.contains("stream_us")) after += "stream ended " + ms(number_of(extra, "stream_us"));
+  if (extra.contains("released_us"))
+    after += std::string(after.empty() ? "" : ", ") + "task released " + ms(number_of(extra, "released_us"));
+  if (extra.contains("stored_us"))
+    after += std::string(after.empty() ? "" : ", ") + "stored " + ms(number_of(extra, "stored_us"));
+  if (!after.empty()) v += std::string(v.empty() ? "" : "\n") + after + " after the ack";
+  if (!v.empty()) out.push_back({"Timing", v});
+}
+
+void open_files(const json& proc, std::size_t max_fds, std::vector<InfoField>& out) {
+  const auto it = proc.find("fds");
+  if (it == proc.end() || !it->is_array() || it->empty()) return;
+  std::string v;
+  std::size_t shown = 0;
+  for (const json& fd : *it) {
+    if (!fd.is_object()) continue;
+    if (shown == max_fds) {
+      v += "\n... " + std::to_string(it->size() - shown) + " more (dumpctl info --json lists all)";
+      break;
+    }
+    if (shown++) v += '\n';
+    v += std::to_string(number_of(fd, "fd")) + ": " + text_of(fd, "target");
+    const std::string flags = text_of(fd, "flags");
+    v += " (pos " + std::to_string(number_of(fd, "pos")) + (flags.empty() ? "" : ", flags " + flags) + ")";
+    const auto locks = fd.find("locks");
+    if (locks != fd.end() && locks->is_array())
+      for (const json& l : *locks)
+        if (l.is_string()) v += "\n    lock " + escape_for_display(l.get<std::string>());
+  }
+  out.push_back({"Open Files", v});
+}
+
+void locks(const json& proc, std::vector<InfoField>& out) {
+  const auto it = proc.find("locks");
+  if (it == proc.end() || !it->is_array()) return;
+  std::string v;
+  for (const json& l : *it)
+    if (l.is_string()) v += (v.empty() ? "" : "\n") + escape_for_display(l.get<std::string>());
+  out.push_back({"Locks", v.empty() ? "none held" : v});
+}
+
+// The post-dump smaps_rollup: the few lines that say how big the process was.
+void memory(const json& proc, std::vector<InfoField>& out) {
+  const auto it = proc.find("smaps_rollup");
+  if (it == proc.end() || !it->is_string()) return;
+  std::istringstream in(it->get<std::string>());
+  std::string line, v;
+  while (std::getline(in, line))
+    for (const char* k : {"Rss:", "Pss:", "Anonymous:", "Swap:"})
+      if (line.rfind(k, 0) == 0) {
+        std::string value = line.substr(std::string(k).size());
+        value.erase(0, value.find_first_not_of(' '));
+        v += std::string(v.empty() ? "" : ", ") + std::string(k, std::string(k).size() - 1) + " " + escape_for_display(value);
+      }
+  if (!v.empty()) out.push_back({"Memory", v});
+}
+
+void errors(const json& extra, const char* key, const char* label, std::vector<InfoField>& out) {
+  const auto it = extra.find(key);
+  if (it == extra.end() || !it->is_object() || it->empty()) return;
+  std::string v;
+  for (const auto& [name, why] : it->items())
+    v += (v.empty() ? "" : "\n") + escape_for_display(name) + ": " +
+         (why.is_string() ? escape_for_display(why.get<std::string>()) : escape_for_display(why.dump()));
+  out.push_back({label, v});
+}
+
+}  // namespace
+
+std::vector<InfoField> info_details(const json& extra, std::size_t max_fds) {
+  std::vector<InfoField> out;
+  if (!extra.is_object()) return out;
+  container(extra, out);
+  if (extra.contains("rule")) {
+    const std::string rule = text_of(extra, "rule");
+    out.push_back({"Rule", rule.empty() ? "none (defaults)" : rule});
+  }
+  negotiation(extra, out);
+  timing(extra, out);
+  if (extra.contains("threads")) out.push_back({"Threads", std::to_string(number_of(extra, "threads"))});
+  if (extra.contains("si_code") || extra.contains("fault_address")) {
+    const auto code = extra.find("si_code");
+    std::string v = code != extra.end() && code->is_number_integer() ? "si_code " + std::to_string(code->get<std::int64_t>()) : "";
+    if (extra.contains("fault_address"))
+      v += std::string(v.empty() ? "" : ", ") + "fault address " + hex(number_of(extra, "fault_address"));
+    out.push_back({"Signal Info", v});
+  }
+  const auto proc = extra.find("proc");
+  if (proc != extra.end() && proc->is_object()) {
+    open_files(*proc, max_fds, out);
+    locks(*proc, out);
+    memory(*proc, out);
+  }
+  errors(extra, "collect_errors", "Collector Errors", out);
+  errors(extra, "post_dump_errors", "Post-dump Errors", out);
+  const auto env = extra.find("environ");
+  if (env != extra.end() && env->is_array())
+    out.push_back({"Environment", std::to_string(env->size()) + " variables (dumpctl info --json shows them)"});
+  const auto vac = extra.find("vacuumed");
+  if (vac != extra.end() && vac->is_object())
+    out.push_back({"Vacuumed", text_of(*vac, "reason") + " (core " + text_of(*vac, "path") + " deleted)"});
+  return out;
+}
+
+}  // namespace coredumpd::cli
