@@ -7,6 +7,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -144,10 +145,26 @@ void collect_fds(const ProcDir& proc, HandshakeFacts& f, const CollectLimits& li
   f.proc["fds"] = std::move(fds);
 }
 
+// True if collect_fds read every descriptor and none of their fdinfo had a lock line. fdinfo lists
+// each lock whose file is that descriptor's open file and whose owner is this fd table or that file
+// (fs/locks.c show_fd_locks), and a process cannot keep a POSIX lock on a file it no longer has open:
+// so then the process holds no lock at all, and /proc/locks (system-wide, often the slowest read of
+// the handshake) has nothing for it.
+bool fds_show_no_lock(const HandshakeFacts& f) {
+  if (f.errors.contains("fds")) return false;
+  const auto it = f.proc.find("fds");
+  if (it == f.proc.end()) return false;
+  return std::none_of(it->begin(), it->end(), [](const nlohmann::json& fd) { return fd.contains("locks"); });
+}
+
 // The process's entries in /proc/locks (POSIX and flock locks name the owner's pid; OFD locks show
-// -1 and appear in the owning descriptor's fdinfo lock lines instead).
+// -1 and appear in the owning descriptor's fdinfo lock lines instead). Skipped when the fdinfo of
+// every descriptor shows that there is none.
 void collect_locks(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
-  std::string err;
+  if (fds_show_no_lock(f)) {
+    f.proc["locks"] = nlohmann::json::array();
+    return;
+  }
   UniqueFd fd(::open("/proc/locks", O_RDONLY | O_CLOEXEC));
   std::string text;
   char buf[16384];

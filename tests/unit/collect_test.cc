@@ -1,5 +1,7 @@
 // Unit tests of the /proc parsers used by the handshake collectors, and of a live collection.
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -94,6 +96,7 @@ TEST(Collect, LiveChildIsDescribed) {
   EXPECT_TRUE(saw_pipe);
   EXPECT_TRUE(f.proc["namespaces"].contains("uts"));
   EXPECT_GT(f.estimated_core_bytes.value_or(0), 0u);
+  EXPECT_EQ(f.proc["locks"], nlohmann::json::array()) << "the child holds no lock";
 
   // A deadline already passed skips every collector and says so.
   limits.deadline = std::chrono::steady_clock::now();
@@ -107,4 +110,52 @@ TEST(Collect, LiveChildIsDescribed) {
   // Once reaped, the pidfd no longer proves anything: opening fails.
   EXPECT_FALSE(ProcDir::open(pidfd, child, error).has_value());
   ::close(pidfd);
+}
+
+// A child holding a POSIX lock on one file and a flock on another: both show in its fdinfo lock
+// lines and both of its /proc/locks entries are collected (the fdinfo shortcut must not hide them).
+TEST(Collect, LocksOfALiveChild) {
+  char posix_path[] = "/tmp/coredumpd-collect-posix.XXXXXX";
+  char flock_path[] = "/tmp/coredumpd-collect-flock.XXXXXX";
+  const int posix_fd = ::mkstemp(posix_path);
+  const int flock_fd = ::mkstemp(flock_path);
+  ASSERT_GE(posix_fd, 0);
+  ASSERT_GE(flock_fd, 0);
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    struct flock fl{};
+    fl.l_type = F_WRLCK;
+    if (::fcntl(posix_fd, F_SETLK, &fl) < 0 || ::flock(flock_fd, LOCK_EX) < 0) ::_exit(1);
+    (void)!::write(ready[1], "r", 1);
+    char c;
+    (void)!::read(done[0], &c, 1);
+    ::_exit(0);
+  }
+  char c;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
+  ASSERT_GE(pidfd, 0);
+  std::string error;
+  auto proc = ProcDir::open(pidfd, child, error);
+  ASSERT_TRUE(proc) << error;
+  CollectLimits limits;
+  limits.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  const auto f = collect_handshake_facts(*proc, limits);
+  (void)!::write(done[1], "d", 1);
+  ::waitpid(child, nullptr, 0);
+  ::close(pidfd);
+  ::unlink(posix_path);
+  ::unlink(flock_path);
+
+  int with_lock_lines = 0;
+  for (const auto& fd : f.proc["fds"]) with_lock_lines += fd.contains("locks") ? 1 : 0;
+  EXPECT_EQ(with_lock_lines, 2) << f.proc["fds"].dump();
+  ASSERT_EQ(f.proc["locks"].size(), 2u) << f.proc["locks"].dump();
+  std::string all;
+  for (const auto& l : f.proc["locks"]) all += l.get<std::string>() + "\n";
+  EXPECT_NE(all.find("POSIX"), std::string::npos) << all;
+  EXPECT_NE(all.find("FLOCK"), std::string::npos) << all;
 }
