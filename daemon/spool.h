@@ -1,7 +1,7 @@
 // The spool: a temporary, sparse file in the store that holds a core's raw bytes between the thread
 // draining the socket and the thread compressing it, so the kernel never waits on compression.
 //
-// The drain appends at socket speed (page cache); whole zero pages become holes (no disk, no copy).
+// The drain appends at socket speed (page cache); runs of zero pages become holes (no disk, no copy).
 // The compressor reads behind it and punches out what it has compressed, so the disk holds only
 // the lag between the two. Nothing lives on the heap but a buffer per side.
 #pragma once
@@ -22,8 +22,8 @@ class Spool {
   explicit Spool(int store_dirfd);
 
   // ---- drain side ----
-  /// Appends `bytes`; page-aligned all-zero 4 KiB pages are skipped (left as holes). Throws
-  /// StoreError (e.g. ENOSPC); the spool is then unusable for writing.
+  /// Appends `bytes`; runs of >= 16 page-aligned all-zero 4 KiB pages are skipped (left as
+  /// holes). Throws StoreError (e.g. ENOSPC); the spool is then unusable for writing.
   void append(std::span<const std::byte> bytes);
   /// Appends `len` zero bytes as a hole (a ZERO record, or zeros found by the drain).
   void append_zeros(std::uint64_t len);
