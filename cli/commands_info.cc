@@ -65,6 +65,7 @@ std::string warning_for(const DumpRecord& r, CoreStatus status) {
     case CoreStatus::Interrupted:
       return "the daemon stopped while receiving this dump; there is no core" + why;
     case CoreStatus::Missing: return "the core file of this dump is missing from the store";
+    case CoreStatus::Vacuumed: return "the core of this dump was deleted by retention (dumpctl vacuum / max_use)";
     case CoreStatus::InProgress: return "this dump is still being received";
     case CoreStatus::Present:
     case CoreStatus::None: break;

@@ -40,6 +40,7 @@ const char* core_status_name(CoreStatus s) {
     case CoreStatus::Present: return "present";
     case CoreStatus::Truncated: return "truncated";
     case CoreStatus::Missing: return "missing";
+    case CoreStatus::Vacuumed: return "vacuumed";
     case CoreStatus::Failed: return "failed";
     case CoreStatus::Interrupted: return "interrupted";
     case CoreStatus::None: return "none";
@@ -69,6 +70,7 @@ CoreStatus core_status(const std::string& store, const DumpRecord& r) {
     case DumpState::Complete:
     case DumpState::Truncated: break;
   }
+  if (r.extra.is_object() && r.extra.contains("vacuumed")) return CoreStatus::Vacuumed;
   const auto path = core_file_path(store, r);
   struct stat sb {};
   if (!path || ::stat(path->c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) return CoreStatus::Missing;

@@ -15,14 +15,16 @@ namespace coredumpd::cli {
 enum class CoreStatus {
   Present,      ///< Complete and the file exists
   Truncated,    ///< Truncated and the file exists (usable, but cut short)
-  Missing,      ///< Complete/Truncated but the file is not in the store (deleted, vacuumed)
+  Missing,      ///< Complete/Truncated but the file is not in the store (deleted by hand, lost)
+  Vacuumed,     ///< its core was deleted by retention (the record keeps extra.vacuumed: why, when)
   Failed,       ///< Failed: no usable core
   Interrupted,  ///< the daemon died while receiving it
   None,         ///< no core was meant to be stored (MetadataOnly, Rejected)
   InProgress,   ///< still being received
 };
 
-/// Column text: "present", "truncated", "missing", "failed", "interrupted", "none", "in progress".
+/// Column text: "present", "truncated", "missing", "vacuumed", "failed", "interrupted", "none",
+/// "in progress".
 const char* core_status_name(CoreStatus s);
 
 /// The absolute path of the record's core file, `<store>/<path>`, if the record's state says a core

@@ -258,14 +258,19 @@ TEST_F(DumpctlTest, ListCorefileColumn) {
   add(5, 5, std::nullopt, DumpState::MetadataOnly);  // none
   add(6, 6, std::nullopt, DumpState::InProgress);    // in progress
   add(7, 7, std::nullopt, DumpState::Interrupted);   // interrupted
+  DumpRecord v = add(8, 8, "ddd");                   // vacuumed: retention deleted the file
+  fs::remove(store_ + "/" + v.path);
+  v.extra["vacuumed"] = {{"reason", "max_use"}, {"time_us", 9}, {"path", v.path}, {"stored_size", v.stored_size}};
+  v.path.clear();
+  Index(store_, true).update(v);
   const Result res = run({"list"});
   ASSERT_EQ(res.rc, 0) << res.err;
   const auto ls = lines(res.out);
-  ASSERT_EQ(ls.size(), 8U);
-  const char* expected[] = {"present", "missing",     "truncated",  "failed",
-                            "none",    "in progress", "interrupted"};
+  ASSERT_EQ(ls.size(), 9U);
+  const char* expected[] = {"present", "missing",     "truncated",   "failed",
+                            "none",    "in progress", "interrupted", "vacuumed"};
   const std::size_t col = ls[0].find("COREFILE");
-  for (std::size_t i = 0; i < 7; ++i) {
+  for (std::size_t i = 0; i < 8; ++i) {
     EXPECT_EQ(ls[i + 1].compare(col, std::strlen(expected[i]), expected[i]), 0) << ls[i + 1];
   }
   // The stored (compressed) size is shown for present files, "-" when there is no file.
