@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
@@ -142,6 +143,8 @@ Server::~Server() {
 }
 
 int Server::run() {
+  // This thread accepts and acks: ahead of dump streams and compression (see kHandshakeNice).
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kHandshakeNice);
   accept_next();
   wait_signals();
   if (sd_watchdog_enabled(0, &watchdog_usec_) > 0) watchdog_tick();

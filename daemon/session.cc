@@ -1,6 +1,7 @@
 #include "daemon/session.h"
 
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <boost/asio/read.hpp>
@@ -142,6 +143,21 @@ void Session::on_request() {
   collect();
 }
 
+namespace {
+
+// Collector threads run ahead of the dump streams (nice 0) and compressors (nice 10): while they
+// read /proc a task is frozen waiting for its ack, so in a flood the handshakes must win the CPU.
+// Needs CAP_SYS_NICE; without it (a unit that drops it) the thread stays at nice 0.
+void raise_priority_once() {
+  thread_local bool done = false;
+  if (!done) {
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kHandshakeNice);
+    done = true;
+  }
+}
+
+}  // namespace
+
 // Reading /proc blocks (briefly), so it runs on the collector pool; the deadline may overtake it.
 void Session::collect() {
   state_ = State::Collecting;
@@ -152,6 +168,7 @@ void Session::collect() {
   const int pidfd = peer_.pidfd.get();  // owned by peer_, which lives as long as `self`
   const auto pid = static_cast<pid_t>(record_.pid);
   asio::post(ctx_.collectors, [self = shared_from_this(), limits, pidfd, pid] {
+    raise_priority_once();
     HandshakeFacts facts;
     std::string error;
     if (auto proc = ProcDir::open(pidfd, pid, error))

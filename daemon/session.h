@@ -29,6 +29,10 @@
 
 namespace coredumpd {
 
+/// Nice value of the threads that run handshakes (the io_context thread and the collectors): below
+/// the dump streams (0) and compressors (10), since a task stays frozen until its ack.
+inline constexpr int kHandshakeNice = -5;
+
 /// The handshake of one accepted connection. Create with std::make_shared and call start().
 class Session : public std::enable_shared_from_this<Session> {
  public:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The unit's sandbox must still let the daemon do its job. Without PID 1 we rebuild the parts that
-# matter for collection: CapabilityBoundingSet= (setpriv: root keeping only those four caps,
+# matter for collection: CapabilityBoundingSet= (setpriv: root keeping only the unit's caps,
 # no_new_privs), ProtectHostname= (unshare --uts, with a different hostname) and PrivateNetwork=
 # (unshare --net: the kernel connects from the host's netns to a path socket). A real process of
 # another user (nobody) crashes into it; the stored record must be complete: the core, its
