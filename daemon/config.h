@@ -1,5 +1,6 @@
-// The daemon's configuration: built-in defaults, overridden by a JSON file (--config) and the
-// command line. Unknown keys and bad values are errors naming the file, the key and the reason.
+// The daemon's configuration: built-in defaults, overridden by JSON files (the main file and its
+// conf.d/ drop-ins, config_files.h) and the command line. Unknown keys and bad values are errors
+// naming the file, the key and the reason.
 #pragma once
 
 #include <chrono>
