@@ -6,6 +6,7 @@
 #include "cli/dumpctl.h"
 #include "cli/format.h"
 #include "cli/json_output.h"
+#include "cli/record_container.h"
 #include "daemon/store/index.h"
 
 namespace coredumpd::cli {
@@ -21,13 +22,14 @@ struct Column {
   Align align;
 };
 
-constexpr std::array<Column, 8> kColumns{{
+constexpr std::array<Column, 9> kColumns{{
     {"TIME", Align::Left},
     {"ID", Align::Left},
     {"PID", Align::Right},
     {"UID", Align::Right},
     {"SIG", Align::Left},
     {"COREFILE", Align::Left},
+    {"CONTAINER", Align::Left},
     {"EXE", Align::Left},
     {"SIZE", Align::Right},
 }};
@@ -57,6 +59,7 @@ Row make_row(const std::string& store, const DumpRecord& r) {
       r.uid >= 0 ? std::to_string(r.uid) : "-",
       r.signal ? signal_name(*r.signal) : "-",
       core_status_name(status),
+      container_short(r),
       exe,
       has_file ? format_size(r.stored_size) : "-",
   };
@@ -99,13 +102,18 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
   const Index index(g.store, /*writable=*/false);
   std::vector<DumpRecord> records = index.list();
   std::erase_if(records, [&](const DumpRecord& r) {
-    return (since && r.timestamp_us < *since) || (until && r.timestamp_us > *until);
+    return (since && r.timestamp_us < *since) || (until && r.timestamp_us > *until) ||
+           (o.container && !record_in_container(r, *o.container));
   });
   if (o.reverse) std::reverse(records.begin(), records.end());
 
   if (o.json) {
     auto arr = nlohmann::json::array();
-    for (const auto& r : records) arr.push_back(to_json(r));
+    for (const auto& r : records) {
+      auto j = to_json(r);
+      j["container"] = record_container(r);
+      arr.push_back(std::move(j));
+    }
     print_json(arr, io);
     return 0;
   }

@@ -36,6 +36,8 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
   list->add_option("-S,--since", list_opts.since,
                    "Only dumps at or after TIME (YYYY-MM-DD [HH:MM[:SS]], @SECONDS, today, ...)");
   list->add_option("-U,--until", list_opts.until, "Only dumps at or before TIME");
+  list->add_option("--container", list_opts.container,
+                   "Only dumps of this container: key (docker:<id>, nspawn:NAME, host), name, or id prefix (>= 12 chars)");
 
   InfoOptions info_opts;
   CLI::App* info = app.add_subcommand("info", "Show every detail of one coredump");

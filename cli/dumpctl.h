@@ -38,6 +38,9 @@ struct ListOptions {
   bool reverse = false;              ///< newest first
   std::optional<std::string> since;  ///< only dumps at or after this time (parse_time_spec())
   std::optional<std::string> until;  ///< only dumps at or before this time (parse_time_spec())
+  /// Only dumps of this container: its key ("docker:<id>", "host"), name, or an id prefix of >= 12
+  /// characters (record_in_container(), the semantics of a rule's "container" condition).
+  std::optional<std::string> container;
 };
 
 /// `dumpctl info`.
@@ -60,7 +63,9 @@ struct DebugOptions {
   std::vector<std::string> args;  ///< extra debugger arguments (given after `--`)
 };
 
-/// Lists dumps as a table (one line per dump, hostile strings escaped) or as JSON.
+/// Lists dumps as a table (one line per dump, hostile strings escaped; a CONTAINER column with
+/// container_short()) or as JSON (to_json(record) plus a top-level "container": the recorded
+/// container object or null).
 /// Returns 0, or 1 when the table would be empty ("No coredumps found." on `err`; JSON prints
 /// "[]" and returns 0). Throws DumpctlError / IndexError.
 int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io);

@@ -47,24 +47,15 @@ std::string get_string(const std::string& origin, const std::string& key, const 
   return v.get<std::string>();
 }
 
-// Names of the coredump_filter / memory type bits (spec §3.3), for "memory_types": ["anon_private", ...].
-constexpr std::pair<const char*, std::uint64_t> kMemoryTypes[] = {
-    {"anon_private", protocol::COREDUMP_MEMORY_ANON_PRIVATE},     {"anon_shared", protocol::COREDUMP_MEMORY_ANON_SHARED},
-    {"file_private", protocol::COREDUMP_MEMORY_FILE_PRIVATE},     {"file_shared", protocol::COREDUMP_MEMORY_FILE_SHARED},
-    {"elf_headers", protocol::COREDUMP_MEMORY_ELF_HEADERS},       {"hugetlb_private", protocol::COREDUMP_MEMORY_HUGETLB_PRIVATE},
-    {"hugetlb_shared", protocol::COREDUMP_MEMORY_HUGETLB_SHARED}, {"dax_private", protocol::COREDUMP_MEMORY_DAX_PRIVATE},
-    {"dax_shared", protocol::COREDUMP_MEMORY_DAX_SHARED},
-};
-
 std::uint64_t get_memory_types(const std::string& origin, const std::string& key, const json& v) {
   if (v.is_number_integer()) return static_cast<std::uint64_t>(get_int(origin, key, v, 0, 0x1FF));
   if (!v.is_array()) error(origin, key, "expected a list of memory type names or an integer bit mask");
   std::uint64_t bits = 0;
   for (const auto& item : v) {
     const auto name = get_string(origin, key, item);
-    const auto* it = std::find_if(std::begin(kMemoryTypes), std::end(kMemoryTypes),
-                                  [&](const auto& t) { return name == t.first; });
-    if (it == std::end(kMemoryTypes)) error(origin, key, "unknown memory type \"" + name + "\"");
+    const auto& types = memory_type_names();
+    const auto it = std::find_if(types.begin(), types.end(), [&](const auto& t) { return name == t.first; });
+    if (it == types.end()) error(origin, key, "unknown memory type \"" + name + "\"");
     bits |= it->second;
   }
   return bits;
@@ -167,13 +158,31 @@ int default_parallelism() {
   return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1U, 8U));
 }
 
-Config apply_config_json(const std::string& origin, const std::string& text, Config c) {
-  json doc;
+// Names of the coredump_filter / memory type bits (spec §3.3), for "memory_types": ["anon_private", ...].
+const std::vector<std::pair<std::string, std::uint64_t>>& memory_type_names() {
+  static const std::vector<std::pair<std::string, std::uint64_t>> kNames = {
+      {"anon_private", protocol::COREDUMP_MEMORY_ANON_PRIVATE},     {"anon_shared", protocol::COREDUMP_MEMORY_ANON_SHARED},
+      {"file_private", protocol::COREDUMP_MEMORY_FILE_PRIVATE},     {"file_shared", protocol::COREDUMP_MEMORY_FILE_SHARED},
+      {"elf_headers", protocol::COREDUMP_MEMORY_ELF_HEADERS},       {"hugetlb_private", protocol::COREDUMP_MEMORY_HUGETLB_PRIVATE},
+      {"hugetlb_shared", protocol::COREDUMP_MEMORY_HUGETLB_SHARED}, {"dax_private", protocol::COREDUMP_MEMORY_DAX_PRIVATE},
+      {"dax_shared", protocol::COREDUMP_MEMORY_DAX_SHARED},
+  };
+  return kNames;
+}
+
+json parse_config_text(const std::string& origin, const std::string& text) {
   try {
-    doc = json::parse(text, nullptr, true, /*ignore_comments=*/true);
+    return json::parse(text, nullptr, true, /*ignore_comments=*/true);
   } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e400
     error(origin, "(syntax)", e.what());
   }
+}
+
+Config apply_config_json(const std::string& origin, const std::string& text, Config base) {
+  return apply_config(origin, parse_config_text(origin, text), std::move(base));
+}
+
+Config apply_config(const std::string& origin, const json& doc, Config c) {
   if (!doc.is_object()) error(origin, "(top level)", "expected a JSON object");
   const json* pending_rules = nullptr;
   for (const auto& [key, v] : doc.items()) {

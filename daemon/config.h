@@ -1,11 +1,16 @@
-// The daemon's configuration: built-in defaults, overridden by a JSON file (--config) and the
-// command line. Unknown keys and bad values are errors naming the file, the key and the reason.
+// The daemon's configuration: built-in defaults, overridden by JSON files (the main file and its
+// conf.d/ drop-ins, config_files.h) and the command line. Unknown keys and bad values are errors
+// naming the file, the key and the reason.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "daemon/core_writer.h"
 #include "daemon/policy.h"
@@ -63,10 +68,24 @@ struct Config {
   std::vector<Rule> rules;  ///< first match wins
 };
 
-/// Reads a JSON configuration file over `base` and returns the result. Throws ConfigError.
+/// Reads one JSON configuration file (no drop-ins) over `base` and returns the result. Throws
+/// ConfigError. The daemon reads the main file and its drop-ins with load_config() (config_files.h).
 Config load_config_file(const std::string& path, Config base);
 
-/// Applies one parsed JSON document (named `origin` in errors) over `base`. Throws ConfigError.
+/// Parses and applies one JSON document (named `origin` in errors) over `base`. Throws ConfigError.
 Config apply_config_json(const std::string& origin, const std::string& text, Config base);
+
+/// Parses configuration text: JSON with // and /* */ comments. Throws ConfigError
+/// "<origin>: (syntax): <reason>".
+nlohmann::json parse_config_text(const std::string& origin, const std::string& text);
+
+/// Applies an already parsed document (named `origin` in errors) over `base`. Every key present
+/// replaces the base's setting, except that the keys of "compression", "testing", "retention" and
+/// "defaults" are applied one by one over the base's; "rules", when present, replaces the base's
+/// rules, each rule starting from the resulting "defaults". Throws ConfigError.
+Config apply_config(const std::string& origin, const nlohmann::json& doc, Config base);
+
+/// The memory type names of "memory_types" with their COREDUMP_MEMORY_* bits, in bit order.
+const std::vector<std::pair<std::string, std::uint64_t>>& memory_type_names();
 
 }  // namespace coredumpd

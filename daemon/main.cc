@@ -9,6 +9,8 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/config.h"
+#include "daemon/config_files.h"
+#include "daemon/config_json.h"
 #include "daemon/logging.h"
 #include "daemon/probe.h"
 #include "daemon/server.h"
@@ -19,13 +21,18 @@ int main(int argc, char** argv) {
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
   coredumpd::Config defaults;
-  std::string socket_path, store_dir, config_file, log_level = "info";
-  bool install_pattern = false, allow_unverified = false, probe = false;
+  std::string socket_path, store_dir, config_file = coredumpd::kDefaultConfigFile, log_level = "info";
+  bool install_pattern = false, allow_unverified = false, probe = false, check_config = false;
 
   CLI::App app{"coredumpd — coredump server for the Linux core_pattern socket protocol (@@, Linux 6.17+)"};
   app.add_option("--socket", socket_path, "Socket the kernel connects to (default " + defaults.socket_path + ")");
   app.add_option("--store", store_dir, "Store directory for cores and the index (default " + defaults.store_dir + ")");
-  app.add_option("--config", config_file, "JSON configuration file")->check(CLI::ExistingFile);
+  app.add_option("--config", config_file,
+                 "Main JSON configuration file; drop-ins are read from conf.d/*.json beside it (either may be missing)")
+      ->capture_default_str();
+  app.add_flag("--check-config", check_config,
+               "Read the configuration (main file and drop-ins), print the effective one as JSON and exit: "
+               "0 if valid, 1 with the error otherwise");
   app.add_flag("--install-pattern", install_pattern,
                "Write @@SOCKET to /proc/sys/kernel/core_pattern; restore the previous value on exit");
   app.add_flag("--allow-unverified-peers", allow_unverified,
@@ -36,24 +43,34 @@ int main(int argc, char** argv) {
 
   try {
     coredumpd::setup_logging(log_level);
-    coredumpd::Config config = defaults;
-    if (!config_file.empty()) config = coredumpd::load_config_file(config_file, config);
+    auto loaded = coredumpd::load_config(config_file, defaults);
+    coredumpd::Config& config = loaded.config;
     if (!socket_path.empty()) config.socket_path = socket_path;
     if (!store_dir.empty()) config.store_dir = store_dir;
     config.allow_unverified_peers = allow_unverified;
 
+    if (check_config) {
+      // The JSON alone on stdout, so it can be piped; what was read goes to stderr.
+      std::printf("%s\n", coredumpd::config_to_json(config).dump(2).c_str());
+      if (loaded.sources.empty()) std::fprintf(stderr, "coredumpd: no configuration file (%s): built-in defaults\n", config_file.c_str());
+      for (const auto& s : loaded.sources) std::fprintf(stderr, "coredumpd: read %s\n", s.c_str());
+      return 0;
+    }
     if (probe) {
       std::printf("%s\n", coredumpd::probe_kernel(config.store_dir, config.close_files_bit).dump(2).c_str());
       return 0;
     }
 
+    if (loaded.sources.empty()) spdlog::info("no configuration file {}: built-in defaults", config_file);
+    for (const auto& s : loaded.sources) spdlog::info("configuration read from {}", s);
+
     coredumpd::ServerOptions options;
-    if (!config_file.empty()) options.config_file = config_file;
+    options.config_file = config_file;
     options.install_pattern = install_pattern;
     coredumpd::Server server(std::make_shared<const coredumpd::Config>(std::move(config)), std::move(options));
     return server.run();
   } catch (const std::exception& e) {
-    spdlog::critical("coredumpd: {}", e.what());
+    if (!check_config) spdlog::critical("coredumpd: {}", e.what());
     std::fprintf(stderr, "coredumpd: %s\n", e.what());
     return 1;
   }

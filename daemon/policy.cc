@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include "daemon/store/container_ref.h"
+
 namespace coredumpd {
 
 const char* action_name(Action a) {
@@ -31,8 +33,7 @@ bool any_cgroup_matches(const std::string& pattern, const std::string& cgroup_fi
 }
 
 bool container_matches(const std::string& want, const ContainerInfo& c) {
-  if (want == container_key(c) || (!c.name.empty() && want == c.name)) return true;
-  return !c.id.empty() && want.size() >= 12 && c.id.rfind(want, 0) == 0;
+  return container_ref_matches(want, container_key(c), c.name, c.id);
 }
 
 std::optional<bool> differs(const ContainerInfo& c, const std::string& ns) {

@@ -17,8 +17,10 @@
 #include <fstream>
 #include <system_error>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "daemon/config_files.h"
 #include "daemon/session.h"
 
 namespace coredumpd {
@@ -183,18 +185,19 @@ void Server::wait_signals() {
   });
 }
 
+// Rereads the main file and its drop-ins exactly as at start-up (load_config()). The new
+// configuration applies to crashes accepted from now on; a session in flight keeps the one it
+// started with (it holds its own shared_ptr). A broken file changes nothing.
 void Server::reload() {
-  if (!options_.config_file) {
-    spdlog::info("SIGHUP: no --config file to reload");
-    return;
-  }
   try {
-    Config fresh = load_config_file(*options_.config_file, Config{});
+    LoadedConfig loaded = load_config(options_.config_file, Config{});
+    Config& fresh = loaded.config;
     fresh.socket_path = config_->socket_path;  // the socket and store cannot change under a running server
     fresh.store_dir = config_->store_dir;
     fresh.allow_unverified_peers = config_->allow_unverified_peers;
     ctx_->set_config(std::make_shared<const Config>(std::move(fresh)));
-    spdlog::info("SIGHUP: configuration reloaded from {}", *options_.config_file);
+    spdlog::info("SIGHUP: configuration reloaded from {} file(s): {}", loaded.sources.size(),
+                 loaded.sources.empty() ? std::string("(none: built-in defaults)") : fmt::format("{}", fmt::join(loaded.sources, ", ")));
   } catch (const std::exception& e) {
     spdlog::error("SIGHUP: new configuration rejected, keeping the old one: {}", e.what());
   }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "daemon/config.h"
+#include "daemon/config_files.h"
 #include "daemon/core_pattern.h"
 #include "daemon/server_context.h"
 #include "daemon/stats.h"
@@ -22,7 +23,8 @@ namespace coredumpd {
 
 /// Start-up options that are not part of the reloadable configuration.
 struct ServerOptions {
-  std::optional<std::string> config_file;  ///< re-read on SIGHUP
+  /// Main configuration file, re-read with its conf.d/ drop-ins on SIGHUP (load_config()).
+  std::string config_file = kDefaultConfigFile;
   bool install_pattern = false;            ///< write @@socket to core_pattern, restore on exit
 };
 

@@ -27,6 +27,12 @@ expected=$(sort <<'LIST'
 /usr/lib/sysctl.d/50-coredumpd.conf
 /usr/lib/tmpfiles.d/coredumpd.conf
 /usr/sbin/coredumpd
+/usr/share/doc/coredumpd/examples/docker.json
+/usr/share/doc/coredumpd/examples/kubernetes.json
+/usr/share/doc/coredumpd/examples/lxc.json
+/usr/share/doc/coredumpd/examples/podman.json
+/usr/share/doc/coredumpd/examples/systemd-nspawn.json
+/usr/share/doc/coredumpd/examples/systemd-services.json
 LIST
 )
 if [[ $listing != "$expected" ]]; then

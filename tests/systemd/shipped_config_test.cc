@@ -1,9 +1,15 @@
 // config/coredumpd.json, the file installed as /etc/coredumpd/coredumpd.json, must parse and hold
 // exactly the built-in defaults: loading it over a base where every setting differs must give
 // Config{} back. That proves each key is present (not just commented) and has the default value.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <set>
+
 #include "daemon/config.h"
+#include "daemon/config_files.h"
 
 namespace coredumpd {
 namespace {
@@ -97,6 +103,38 @@ TEST(ShippedConfig, LeavesOmittedSettingsAlone) {
   EXPECT_EQ(got.test_collector_delay, milliseconds(42));
   EXPECT_EQ(got.compression_jobs, 63);
   EXPECT_TRUE(got.allow_unverified_peers);
+}
+
+// config/examples/: one commented example per runtime, each a valid drop-in. Each parses on its
+// own, has rules, and loads as conf.d/ drop-in next to the shipped main file.
+TEST(ShippedConfig, EveryExampleParsesAsADropIn) {
+  namespace fs = std::filesystem;
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(SHIPPED_EXAMPLES)) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"docker.json", "kubernetes.json", "lxc.json", "podman.json",
+                                          "systemd-nspawn.json", "systemd-services.json"}));
+
+  const fs::path root = fs::temp_directory_path() / ("shipped_config_test." + std::to_string(::getpid()));
+  fs::remove_all(root);  // left over by a crashed run
+  fs::create_directories(root / "conf.d");
+  fs::copy_file(SHIPPED_CONFIG, root / "coredumpd.json");
+  for (const auto& name : names) {
+    SCOPED_TRACE(name);
+    const std::string path = std::string(SHIPPED_EXAMPLES) + "/" + name;
+    Config alone;
+    ASSERT_NO_THROW(alone = load_config_file(path, Config{}));
+    EXPECT_FALSE(alone.rules.empty());
+    fs::copy_file(path, root / "conf.d" / name);
+  }
+  LoadedConfig all;
+  ASSERT_NO_THROW(all = load_config((root / "coredumpd.json").string(), Config{}));
+  EXPECT_EQ(all.sources.size(), names.size() + 1);
+  std::set<std::string> runtimes;
+  for (const auto& r : all.config.rules)
+    if (r.match.runtime) runtimes.insert(*r.match.runtime);
+  for (const char* runtime : {"docker", "podman", "kubernetes", "containerd", "lxc", "systemd-nspawn"})
+    EXPECT_TRUE(runtimes.count(runtime)) << runtime;
+  fs::remove_all(root);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "cli/core_file.h"
 #include "cli/info_details.h"
 #include "cli/format.h"
+#include "daemon/container.h"
 #include "daemon/store/index.h"
 
 extern char** environ;
@@ -337,6 +338,92 @@ TEST_F(DumpctlTest, ListReverseSinceUntilAndEmpty) {
   std::ostringstream out2, err2;
   EXPECT_EQ(dumpctl_main({"dumpctl", "list", "--store", store_}, Io{out2, err2, false}), 0);
   EXPECT_EQ(out2.str(), out.str());
+}
+
+// The container as coredumpd records it: extra["container"] = to_json(ContainerInfo).
+TEST_F(DumpctlTest, ListContainerColumnFilterAndJson) {
+  const std::string docker_id = "0123456789abcdef" + std::string(48, 'e');
+  const std::string other_id = "0123456789abffff" + std::string(48, 'a');
+  const auto with_container = [&](int n, const ContainerInfo& c) {
+    DumpRecord r = add(n, n * 1'000'000, "core");
+    r.extra["container"] = to_json(c);
+    Index(store_, true).update(r);
+  };
+  ContainerInfo docker;
+  docker.runtime = "docker";
+  docker.id = docker_id;
+  docker.in_container = true;
+  ContainerInfo other = docker;
+  other.id = other_id;
+  ContainerInfo web;
+  web.runtime = "systemd-nspawn";
+  web.name = "web\x1b";
+  web.in_container = true;
+  ContainerInfo unit;
+  unit.runtime = "systemd";
+  unit.unit = "nginx.service";
+  ContainerInfo unknown;
+  unknown.in_container = true;
+  unknown.pidns = 4026532999;
+  with_container(1, docker);
+  with_container(2, other);
+  with_container(3, web);
+  with_container(4, ContainerInfo{});  // the host
+  with_container(5, unit);
+  with_container(6, unknown);
+  add(7, 7'000'000, "core");  // no container recorded
+
+  const Result res = run({"list"});
+  ASSERT_EQ(res.rc, 0) << res.err;
+  const auto ls = lines(res.out);
+  ASSERT_EQ(ls.size(), 8U) << res.out;
+  const std::size_t col = ls[0].find("CONTAINER");
+  ASSERT_NE(col, std::string::npos) << ls[0];
+  const std::size_t exe_col = ls[0].find("EXE");
+  const auto cell = [&](std::size_t i) {
+    auto s = ls[i].substr(col, exe_col - col);
+    return s.substr(0, s.find_last_not_of(' ') + 1);
+  };
+  EXPECT_EQ(cell(1), docker_id.substr(0, 12));
+  EXPECT_EQ(cell(2), other_id.substr(0, 12));
+  EXPECT_EQ(cell(3), "web\\x1b") << "names are escaped";
+  EXPECT_EQ(cell(4), "-") << "host";
+  EXPECT_EQ(cell(5), "-") << "a systemd unit is not a container";
+  EXPECT_EQ(cell(6), "pidns:4026532999");
+  EXPECT_EQ(cell(7), "-") << "nothing recorded";
+
+  auto ids = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"list", "--json"});
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    std::vector<std::string> v;
+    for (const auto& e : nlohmann::json::parse(r.out)) v.push_back(e["id"]);
+    return v;
+  };
+  EXPECT_EQ(ids({"--container", "docker:" + docker_id}), std::vector<std::string>{make_id(1)}) << "by key";
+  EXPECT_EQ(ids({"--container", docker_id.substr(0, 14)}), std::vector<std::string>{make_id(1)}) << "by id prefix";
+  EXPECT_EQ(ids({"--container", docker_id.substr(0, 12)}), (std::vector<std::string>{make_id(1), make_id(2)}))
+      << "a 12-char prefix both ids share";
+  EXPECT_TRUE(ids({"--container", docker_id.substr(0, 11)}).empty()) << "prefixes shorter than 12 never match";
+  EXPECT_EQ(ids({"--container", "web\x1b"}), std::vector<std::string>{make_id(3)}) << "by name";
+  EXPECT_EQ(ids({"--container", "nspawn:web\x1b"}), std::vector<std::string>{make_id(3)});
+  EXPECT_EQ(ids({"--container", "host"}), std::vector<std::string>{make_id(4)});
+  EXPECT_EQ(ids({"--container", "systemd:nginx.service"}), std::vector<std::string>{make_id(5)});
+  EXPECT_EQ(ids({"--container", "pidns:4026532999"}), std::vector<std::string>{make_id(6)});
+
+  const Result none = run({"list", "--container", "nope"});
+  EXPECT_EQ(none.rc, 1);
+  EXPECT_EQ(none.err, "No coredumps found.\n");
+
+  // --json carries the container object at the top level, null when none was recorded.
+  const auto all = nlohmann::json::parse(run({"list", "--json"}).out);
+  ASSERT_EQ(all.size(), 7U);
+  EXPECT_EQ(all[0]["container"]["key"], "docker:" + docker_id);
+  EXPECT_EQ(all[0]["container"]["runtime"], "docker");
+  EXPECT_EQ(all[0]["container"]["id"], docker_id);
+  EXPECT_EQ(all[2]["container"]["name"], "web\x1b");
+  EXPECT_EQ(all[3]["container"]["key"], "host");
+  EXPECT_TRUE(all[6]["container"].is_null());
 }
 
 TEST_F(DumpctlTest, MissingStoreAndUsageErrors) {
