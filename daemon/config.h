@@ -63,6 +63,11 @@ struct Config {
   std::vector<Rule> rules;  ///< first match wins
 };
 
+/// The retention limits in force: `c.retention` with every rule's "max_use" (and the defaults'
+/// one, as the quota of rule "") added to max_use_per_rule_bytes, so that one mechanism enforces
+/// both. Where both name a rule, they agree (apply_config_json() refuses a conflict).
+RetentionLimits effective_retention(const Config& c);
+
 /// Reads a JSON configuration file over `base` and returns the result. Throws ConfigError.
 Config load_config_file(const std::string& path, Config base);
 
