@@ -53,7 +53,8 @@ struct Policy {
   bool truncate_over_size = true;  ///< over max: store the first max bytes flagged truncated (else reject)
   /// Stored cores of this rule beyond the limit become metadata-only records; unset: no limit.
   std::optional<RateLimit> rate_limit;
-  /// Quota for the cores this rule stored, bytes ("max_use": SIZE in a rule or the defaults). Fed
+  /// Quota for the cores this rule stored, bytes ("max_use": SIZE in a rule). In the defaults it is
+  /// the quota of the dumps no rule matched (rule ""); rules do not inherit it. Fed
   /// to retention as max_use_per_rule_bytes[rule name] (see effective_retention() in config.h):
   /// vacuum removes the rule's oldest cores first, never the dump just written. Unset: no quota.
   std::optional<std::uint64_t> max_use;
