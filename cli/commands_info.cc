@@ -51,6 +51,26 @@ std::string id_pair(std::int64_t real, std::int64_t effective) {
   return show(real) + " (effective " + show(effective) + ")";
 }
 
+/// ", N in its <ns> namespace" when the container view of an id (extra["container"][key], set by
+/// the daemon from NStgid: or the user namespace's map) differs from the host's `host`; else "".
+std::string ns_view(const DumpRecord& r, const char* key, std::int64_t host, const char* ns) {
+  if (!r.extra.is_object()) return "";
+  const auto ct = r.extra.find("container");
+  if (ct == r.extra.end() || !ct->is_object()) return "";
+  const auto v = ct->find(key);
+  if (v == ct->end() || !v->is_number_integer() || v->get<std::int64_t>() == host) return "";
+  return ", " + std::to_string(v->get<std::int64_t>()) + " in its " + ns + " namespace";
+}
+
+/// "docker:<id>" (the container key) when the daemon found a container, "" for the host.
+std::string container_text(const DumpRecord& r) {
+  if (!r.extra.is_object()) return "";
+  const auto ct = r.extra.find("container");
+  if (ct == r.extra.end() || !ct->is_object() || !ct->value("in_container", false)) return "";
+  const auto key = ct->find("key");
+  return key != ct->end() && key->is_string() ? escape_for_display(key->get<std::string>()) : "";
+}
+
 std::string size_text(std::uint64_t bytes) {
   return format_size(bytes) + " (" + std::to_string(bytes) + " bytes)";
 }
@@ -90,15 +110,20 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
 
   std::ostream& out = io.out;
   field(out, "ID", escape_for_display(r.id));
-  field(out, "PID", std::to_string(r.pid) + " (" + escape_for_display(r.comm) + ")");
+  field(out, "PID", std::to_string(r.pid) + " (" + escape_for_display(r.comm) + ")" + ns_view(r, "ns_pid", r.pid, "pid"));
   if (r.tid || r.crashing_tid_ns) {
     std::string tid = r.tid ? std::to_string(*r.tid) : "?";
     if (r.crashing_tid_ns)
       tid += " (" + std::to_string(*r.crashing_tid_ns) + " in its pid namespace)";
     field(out, "TID", tid);
   }
-  field(out, "UID", id_pair(r.uid, r.euid));
-  field(out, "GID", id_pair(r.gid, r.egid));
+  field(out, "UID", id_pair(r.uid, r.euid) + ns_view(r, "ns_uid", r.uid, "user"));
+  field(out, "GID", id_pair(r.gid, r.egid) + ns_view(r, "ns_gid", r.gid, "user"));
+  if (const auto c = container_text(r); !c.empty()) field(out, "Container", c);
+  if (r.extra.is_object() && r.extra.contains("rule") && r.extra["rule"].is_string()) {
+    const auto rule = r.extra["rule"].get<std::string>();
+    field(out, "Rule", rule.empty() ? "(defaults)" : escape_for_display(rule));
+  }
   field(out, "Signal",
         r.signal ? std::to_string(*r.signal) + " (" + signal_name(*r.signal) + ")" : "unknown");
   field(out, "Timestamp",

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <pwd.h>
 #include <thread>
 #include <sstream>
@@ -61,6 +62,37 @@ std::uint64_t get_memory_types(const std::string& origin, const std::string& key
   return bits;
 }
 
+// {"burst": N, "interval_s": W}; both keys required.
+RateLimit get_rate_limit(const std::string& origin, const std::string& key, const json& v) {
+  if (!v.is_object()) error(origin, key, "expected {\"burst\": N, \"interval_s\": SECONDS} or null");
+  RateLimit r;
+  bool burst = false, interval = false;
+  for (const auto& [k2, v2] : v.items()) {
+    if (k2 == "burst") {
+      r.burst = static_cast<std::uint32_t>(get_int(origin, key + ".burst", v2, 1, 1'000'000));
+      burst = true;
+    } else if (k2 == "interval_s") {
+      r.interval = std::chrono::seconds(get_int(origin, key + ".interval_s", v2, 1, 7 * 24 * 3600));
+      interval = true;
+    } else {
+      error(origin, key + "." + k2, "unknown key (known: burst, interval_s)");
+    }
+  }
+  if (!burst) error(origin, key + ".burst", "missing");
+  if (!interval) error(origin, key + ".interval_s", "missing");
+  return r;
+}
+
+// A size: integer bytes or a string for parse_size() ("500M", "2G").
+std::uint64_t get_size(const std::string& origin, const std::string& key, const json& v) {
+  if (v.is_number_integer()) return static_cast<std::uint64_t>(get_int(origin, key, v, 0, INT64_MAX));
+  if (!v.is_string()) error(origin, key, "expected a size (bytes, or a string like \"500M\"), got " + std::string(v.type_name()));
+  const auto s = v.get<std::string>();
+  const auto n = parse_size(s);
+  if (!n) error(origin, key, "malformed size \"" + s + "\" (expected e.g. 1048576, \"500M\", \"2G\")");
+  return *n;
+}
+
 // Applies the policy keys of `obj` (a "defaults" object or a rule) over `p`. `prefix` names the
 // object in errors ("defaults", "rules[2]"); keys in `skip` belong to the caller.
 void apply_policy(const std::string& origin, const std::string& prefix, const json& obj, Policy& p,
@@ -100,6 +132,10 @@ void apply_policy(const std::string& origin, const std::string& prefix, const js
     } else if (key == "max_core_bytes") {
       if (v.is_null()) p.max_core_bytes.reset();
       else p.max_core_bytes = static_cast<std::uint64_t>(get_int(origin, k, v, 4096, INT64_MAX));
+    } else if (key == "rate_limit") {
+      if (v.is_null()) p.rate_limit.reset(); else p.rate_limit = get_rate_limit(origin, k, v);
+    } else if (key == "max_use") {
+      if (v.is_null()) p.max_use.reset(); else p.max_use = get_size(origin, k, v);
     } else if (key == "over_size") {
       const auto o = get_string(origin, k, v);
       if (o == "truncate") p.truncate_over_size = true;
@@ -150,6 +186,24 @@ Match parse_match(const std::string& origin, const std::string& prefix, const js
     } else error(origin, k, "unknown match condition");
   }
   return m;
+}
+
+// A rule's "max_use" and retention.max_use_per_rule may both name it only with the same size, and
+// two rules of the same name may not ask for different quotas (they share one group).
+void check_quotas(const std::string& origin, const Config& c) {
+  std::map<std::string, std::pair<std::uint64_t, std::string>> seen;  // rule -> (bytes, where)
+  const auto check = [&](const std::string& rule, std::uint64_t bytes, const std::string& where) {
+    const auto it = c.retention.max_use_per_rule_bytes.find(rule);
+    if (it != c.retention.max_use_per_rule_bytes.end() && it->second != bytes)
+      error(origin, where, "conflicts with retention.max_use_per_rule[\"" + rule + "\"] (" + std::to_string(it->second) +
+                               " bytes); set the quota in one place");
+    const auto [prev, fresh] = seen.try_emplace(rule, bytes, where);
+    if (!fresh && prev->second.first != bytes)
+      error(origin, where, "conflicts with " + prev->second.second + " (rules of one name share one quota)");
+  };
+  if (c.defaults.max_use) check("", *c.defaults.max_use, "defaults.max_use");
+  for (std::size_t i = 0; i < c.rules.size(); ++i)
+    if (c.rules[i].policy.max_use) check(c.rules[i].name, *c.rules[i].policy.max_use, "rules[" + std::to_string(i) + "].max_use");
 }
 
 }  // namespace
@@ -258,6 +312,7 @@ Config apply_config(const std::string& origin, const json& doc, Config c) {
       if (!r.is_object()) error(origin, prefix, "expected an object");
       Rule rule;
       rule.policy = c.defaults;
+      rule.policy.max_use.reset();  // the defaults' quota is the no-rule group's, not every rule's
       if (!r.contains("name")) error(origin, prefix + ".name", "missing: every rule needs a name");
       rule.name = get_string(origin, prefix + ".name", r["name"]);
       if (!r.contains("match")) error(origin, prefix + ".match", "missing: a rule without conditions would match everything; use \"defaults\"");
@@ -266,7 +321,16 @@ Config apply_config(const std::string& origin, const json& doc, Config c) {
       c.rules.push_back(std::move(rule));
     }
   }
+  check_quotas(origin, c);
   return c;
+}
+
+RetentionLimits effective_retention(const Config& c) {
+  RetentionLimits l = c.retention;
+  if (c.defaults.max_use) l.max_use_per_rule_bytes[""] = *c.defaults.max_use;
+  for (const auto& r : c.rules)
+    if (r.policy.max_use && !l.max_use_per_rule_bytes.contains(r.name)) l.max_use_per_rule_bytes[r.name] = *r.policy.max_use;
+  return l;
 }
 
 Config load_config_file(const std::string& path, Config base) {

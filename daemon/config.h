@@ -68,6 +68,11 @@ struct Config {
   std::vector<Rule> rules;  ///< first match wins
 };
 
+/// The retention limits in force: `c.retention` with every rule's "max_use" (and the defaults'
+/// one, as the quota of rule "") added to max_use_per_rule_bytes, so that one mechanism enforces
+/// both. Where both name a rule, they agree (apply_config_json() refuses a conflict).
+RetentionLimits effective_retention(const Config& c);
+
 /// Reads one JSON configuration file (no drop-ins) over `base` and returns the result. Throws
 /// ConfigError. The daemon reads the main file and its drop-ins with load_config() (config_files.h).
 Config load_config_file(const std::string& path, Config base);

@@ -216,10 +216,11 @@ void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_err
 
 // Applies the retention limits, never touching `keep_id`; logs what went. Off the kernel's path.
 void apply_retention(ServerContext& ctx, const Config& config, const std::string& keep_id) {
-  if (!config.retention.any()) return;
+  const RetentionLimits limits = effective_retention(config);
+  if (!limits.any()) return;
   try {
     std::lock_guard lock(ctx.vacuum_mu);
-    const auto result = vacuum(ctx.index, ctx.store_dirfd, config.retention, keep_id, std::chrono::system_clock::now());
+    const auto result = vacuum(ctx.index, ctx.store_dirfd, limits, keep_id, std::chrono::system_clock::now());
     if (!result.removed.empty() && log_limiter().allow("vacuum"))
       spdlog::info("vacuum: removed {} core(s), {} bytes", result.removed.size(), result.bytes_removed);
     for (const auto& e : result.errors) spdlog::warn("vacuum: {}", e);

@@ -26,6 +26,16 @@ enum class Action {
 /// Name of an action as written in the configuration ("store", "reject", "metadata-only").
 const char* action_name(Action a);
 
+/// A limit on how often a rule stores cores: at most `burst` stored dumps in any window of
+/// `interval`, counted per (rule, container, executable) by DumpRateLimiter. A crash beyond it is
+/// acked USERSPACE and recorded metadata-only (no core), its reason and suppressed count stored.
+/// Configuration: "rate_limit": {"burst": N, "interval_s": W} (1 <= N <= 1000000,
+/// 1 <= W <= 604800), or null for no limit (the default).
+struct RateLimit {
+  std::uint32_t burst = 0;         ///< dumps stored per window
+  std::chrono::seconds interval{0};  ///< window length (sliding)
+};
+
 /// The policy for one crash. Every field has the default a fresh install runs with.
 struct Policy {
   Action action = Action::Store;
@@ -41,6 +51,13 @@ struct Policy {
   int compression_level = 3;      ///< zstd level
   std::optional<std::uint64_t> max_core_bytes;  ///< larger cores are cut (over_size decides how)
   bool truncate_over_size = true;  ///< over max: store the first max bytes flagged truncated (else reject)
+  /// Stored cores of this rule beyond the limit become metadata-only records; unset: no limit.
+  std::optional<RateLimit> rate_limit;
+  /// Quota for the cores this rule stored, bytes ("max_use": SIZE in a rule). In the defaults it is
+  /// the quota of the dumps no rule matched (rule ""); rules do not inherit it. Fed
+  /// to retention as max_use_per_rule_bytes[rule name] (see effective_retention() in config.h):
+  /// vacuum removes the rule's oldest cores first, never the dump just written. Unset: no quota.
+  std::optional<std::uint64_t> max_use;
 };
 
 /// How a rule constrains one namespace of the crashing process.

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "daemon/config.h"
+#include "daemon/rate_limiter.h"
 #include "daemon/stats.h"
 #include "daemon/store/index.h"
 
@@ -39,6 +40,8 @@ struct ServerContext {
   std::atomic<int> in_flight{0};     ///< sessions not yet finished
   std::mutex vacuum_mu;              ///< vacuum() calls on the store must not overlap
   std::atomic<int> dumps_in_flight{0};  ///< dump jobs queued or running (bounded by max_concurrent_dumps)
+  /// Rules' rate limits (Policy::rate_limit), counted across sessions; survives config reloads.
+  DumpRateLimiter rate_limiter;
 
   /// The configuration in force; a snapshot is taken per session, so a reload never changes a
   /// dump half-way.

@@ -220,6 +220,7 @@ void Session::send_ack() {
   }
   std::string why;
   protocol::Wants wants = wants_for(policy_, facts_, why);
+  if (wants.mode == protocol::Mode::Kernel) apply_rate_limit(wants, why, decision.rule, container_key(container));
   if (wants.mode == protocol::Mode::Kernel) refuse_core_if_unable(wants, why);
   if (!why.empty()) record_.reason = why;
   std::string error;
@@ -258,6 +259,30 @@ void Session::send_ack() {
     if (ec) return self->abort("sending coredump_ack: " + ec.message());
     self->read_marker();
   });
+}
+
+// The rule's rate limit, counted per (rule, container, executable): a crash beyond it gets a
+// metadata-only record saying so and how many were suppressed, instead of a core.
+void Session::apply_rate_limit(protocol::Wants& wants, std::string& why, const std::string& rule,
+                               const std::string& container) {
+  if (!policy_.rate_limit) return;
+  const auto& limit = *policy_.rate_limit;
+  const auto v = ctx_.rate_limiter.admit(rule, container, record_.exe, limit);
+  if (v.admitted) return;
+  ++ctx_.stats.rate_limited;
+  wants.mode = protocol::Mode::Userspace;
+  wants.wait = false;
+  why = "rate limit: over " + std::to_string(limit.burst) + " dumps in " + std::to_string(limit.interval.count()) +
+        " s for rule \"" + rule + "\" in " + container + "; " + std::to_string(v.suppressed) +
+        " suppressed since the last stored dump";
+  record_.extra["rate_limited"] = {{"rule", rule},
+                                   {"container", container},
+                                   {"burst", limit.burst},
+                                   {"interval_s", limit.interval.count()},
+                                   {"suppressed", v.suppressed},
+                                   {"suppressed_total", v.suppressed_total}};
+  if (log_limiter().allow("rate limit"))
+    spdlog::warn("pid {} ({}): {}", record_.pid, escape_for_log(record_.exe), escape_for_log(why));
 }
 
 // A core the store cannot take, or one beyond capacity, must not make the kernel stream: decide

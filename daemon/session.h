@@ -58,6 +58,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_collected(HandshakeFacts facts);
   void send_ack();
   void refuse_core_if_unable(protocol::Wants& wants, std::string& why);
+  /// Turns a store into metadata-only when the rule's rate limit (policy_.rate_limit) is exceeded
+  /// for (rule, container, exe); records the reason and counts in record_.extra["rate_limited"].
+  void apply_rate_limit(protocol::Wants& wants, std::string& why, const std::string& rule, const std::string& container);
   void read_marker();
   void on_marker();
   void on_deadline();

@@ -48,6 +48,8 @@ Config scrambled() {
   c.defaults.compression_level = 17;
   c.defaults.max_core_bytes = 8192;
   c.defaults.truncate_over_size = !c.defaults.truncate_over_size;
+  c.defaults.rate_limit = RateLimit{3, std::chrono::seconds(7)};
+  c.defaults.max_use = 4096;
   c.rules.push_back(Rule{"stale", Match{}, Policy{}});
   return c;
 }
@@ -64,6 +66,8 @@ void expect_same_policy(const Policy& got, const Policy& want) {
   EXPECT_EQ(got.compression_level, want.compression_level);
   EXPECT_EQ(got.max_core_bytes, want.max_core_bytes);
   EXPECT_EQ(got.truncate_over_size, want.truncate_over_size);
+  EXPECT_EQ(got.rate_limit.has_value(), want.rate_limit.has_value());
+  EXPECT_EQ(got.max_use, want.max_use);
 }
 
 TEST(ShippedConfig, SetsEveryKeyToItsDefault) {

@@ -555,6 +555,42 @@ TEST_F(DumpctlTest, InfoPrintsEveryField) {
   EXPECT_NE(intr.out.find("State: interrupted (daemon restarted)"), std::string::npos);
 }
 
+TEST_F(DumpctlTest, InfoShowsContainerViewsOfIdsAndTheRule) {
+  DumpRecord r;
+  r.id = make_id(3);
+  r.state = DumpState::MetadataOnly;
+  r.timestamp_us = 5;
+  r.pid = 4321;
+  r.uid = r.euid = 61234;
+  r.gid = r.egid = 61234;
+  r.comm = "app";
+  r.extra = {{"rule", "docker-apps"},
+             {"container", {{"in_container", true}, {"key", "docker:abc"}, {"ns_pid", 2}, {"ns_uid", 0}, {"ns_gid", 0}}}};
+  insert(r);
+  DumpRecord host = r;
+  host.id = make_id(4);
+  host.pid = 77;
+  host.timestamp_us = 6;
+  host.extra = {{"rule", ""}, {"container", {{"in_container", false}, {"key", "host"}, {"ns_pid", 77}, {"ns_uid", 61234}}}};
+  insert(host);
+
+  const Result res = run({"info", "4321"});
+  ASSERT_EQ(res.rc, 0) << res.err;
+  EXPECT_NE(res.out.find("PID: 4321 (app), 2 in its pid namespace\n"), std::string::npos) << res.out;
+  EXPECT_NE(res.out.find("UID: 61234 (effective 61234), 0 in its user namespace\n"), std::string::npos) << res.out;
+  EXPECT_NE(res.out.find("GID: 61234 (effective 61234), 0 in its user namespace\n"), std::string::npos) << res.out;
+  EXPECT_NE(res.out.find("Container: docker:abc\n"), std::string::npos) << res.out;
+  EXPECT_NE(res.out.find("Rule: docker-apps\n"), std::string::npos) << res.out;
+
+  // On the host the views agree: nothing is added, and no Container line.
+  const Result h = run({"info", "77"});
+  ASSERT_EQ(h.rc, 0) << h.err;
+  EXPECT_NE(h.out.find("PID: 77 (app)\n"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("UID: 61234 (effective 61234)\n"), std::string::npos) << h.out;
+  EXPECT_EQ(h.out.find("Container:"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("Rule: (defaults)\n"), std::string::npos) << h.out;
+}
+
 TEST_F(DumpctlTest, InfoCommandLineRoundTripsThroughAShell) {
   const std::vector<std::string> argv = {"/usr/bin/x",
                                          "",
