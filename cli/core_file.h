@@ -18,7 +18,7 @@ enum class CoreStatus {
   Missing,      ///< Complete/Truncated but the file is not in the store (deleted, vacuumed)
   Failed,       ///< Failed: no usable core
   Interrupted,  ///< the daemon died while receiving it
-  None,         ///< no core was meant to be stored (MetadataOnly, Rejected)
+  None,         ///< no core was meant to be stored (MetadataOnly, Rejected, Forwarded)
   InProgress,   ///< still being received
 };
 
