@@ -21,13 +21,18 @@ struct Stats {
   std::atomic<std::uint64_t> metadata_only{0};
   std::atomic<std::uint64_t> overloaded{0};        ///< crashes turned away by max_concurrent_dumps
   std::atomic<std::uint64_t> store_unavailable{0}; ///< crashes rejected: store read-only/removed/full
+  std::atomic<std::uint64_t> forwarded{0};         ///< crashes delivered to a receiver (action forward)
+  std::atomic<std::uint64_t> forward_fallbacks{0}; ///< forwards that failed: the host handled the crash itself
+  std::atomic<std::uint64_t> forwarded_in{0};      ///< crashes received from a forwarder (accept_forwarded)
 
   /// One line for sd_notify STATUS= and the shutdown log.
   std::string summary() const {
     return "stored " + std::to_string(stored) + ", truncated " + std::to_string(truncated) + ", failed " +
            std::to_string(failed) + ", rejected " + std::to_string(rejected) + ", impostors " +
            std::to_string(impostors) + ", bad requests " + std::to_string(bad_requests) + ", overloaded " +
-           std::to_string(overloaded) + ", store unavailable " + std::to_string(store_unavailable);
+           std::to_string(overloaded) + ", store unavailable " + std::to_string(store_unavailable) + ", forwarded " +
+           std::to_string(forwarded) + ", forward fallbacks " + std::to_string(forward_fallbacks) + ", received forwarded " +
+           std::to_string(forwarded_in);
   }
 };
 
