@@ -231,9 +231,10 @@ void Session::maybe_forward() {
   state_ = State::Forwarding;
   // Resolving a path inside the container's file system may block: not on the io thread.
   const int pidfd = peer_.pidfd.get();  // owned by peer_, which lives as long as `self`
-  asio::post(ctx_.collectors, [self = shared_from_this(), pidfd] {
+  const auto pid = static_cast<pid_t>(record_.pid);
+  asio::post(ctx_.collectors, [self = shared_from_this(), pidfd, pid, path = policy_.forward_socket] {
     std::string error;
-    UniqueFd fd = open_forward_socket(pidfd, static_cast<pid_t>(self->record_.pid), self->policy_.forward_socket, error);
+    UniqueFd fd = open_forward_socket(pidfd, pid, path, error);
     asio::post(self->ctx_.io, [self, fd = std::make_shared<UniqueFd>(std::move(fd)), error] {
       self->on_forward_socket(std::move(*fd), error);
     });

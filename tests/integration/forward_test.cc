@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include "daemon/store/index.h"
 #include "tests/fake_kernel/fake_kernel.h"
@@ -88,10 +89,10 @@ class Forward : public ::testing::Test {
     receiver_ = start(socket, "receiver", config, {"/usr/bin/unshare", "--pid", "--fork", "--kill-child", "--"}, {});
   }
   // The host: forwards every crash to `forward_socket`.
-  void start_host(const std::string& forward_socket) {
+  void start_host(const std::string& forward_socket, const std::string& more_config = "") {
     host_ = start(*dir_ / "host.sock", "host",
-                  R"({"defaults": {"action": "forward", "forward_socket": ")" + forward_socket + R"("}})", {},
-                  {"--allow-unverified-peers"});
+                  R"({)" + more_config + R"("defaults": {"action": "forward", "forward_socket": ")" + forward_socket + R"("}})",
+                  {}, {"--allow-unverified-peers"});
   }
 
   Instance start(const std::string& socket, const std::string& name, const std::string& config,
@@ -279,6 +280,33 @@ TEST_F(Forward, SymlinkedDirectoryOnThePathIsNotFollowed) {
   ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
   expect_fallback(o, "symlinks are not followed");
   EXPECT_TRUE(receiver_.records().empty());
+}
+
+TEST_F(Forward, SomethingOtherThanASocketIsRefused) {
+  std::ofstream(inner_socket()) << "not a socket";
+  start_host(inner_socket());
+  auto o = options();
+  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  expect_fallback(o, "not a socket");
+}
+
+// A receiver that takes the request and never answers must not keep the task frozen: the host acks
+// the kernel within its own handshake deadline and stores the crash.
+TEST_F(Forward, SilentReceiverCannotHoldTheTaskPastTheHandshakeDeadline) {
+  fk::testing::ScriptedServer receiver([](fk::testing::ServerConn& c) {
+    c.read_request();
+    std::this_thread::sleep_for(3s);
+  });
+  start_host(receiver.path(), R"("handshake_timeout_ms": 1000, )");
+  auto o = options();
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(res.timeline.request_sent && res.timeline.ack_read);
+  const auto frozen_us = *res.timeline.ack_read - *res.timeline.request_sent;
+  EXPECT_LT(frozen_us, 1'300'000) << "the kernel got its ack after " << frozen_us << " us";
+  EXPECT_GT(frozen_us, 500'000) << "the host did wait for the receiver";
+  receiver.join();
+  expect_fallback(o, "did not complete the handshake");
 }
 
 }  // namespace
