@@ -66,7 +66,8 @@ CoreStatus core_status(const std::string& store, const DumpRecord& r) {
     case DumpState::Failed: return CoreStatus::Failed;
     case DumpState::Interrupted: return CoreStatus::Interrupted;
     case DumpState::MetadataOnly:
-    case DumpState::Rejected: return CoreStatus::None;
+    case DumpState::Rejected:
+    case DumpState::Forwarded: return CoreStatus::None;
     case DumpState::Complete:
     case DumpState::Truncated: break;
   }

@@ -19,7 +19,7 @@ enum class CoreStatus {
   Vacuumed,     ///< its core was deleted by retention (the record keeps extra.vacuumed: why, when)
   Failed,       ///< Failed: no usable core
   Interrupted,  ///< the daemon died while receiving it
-  None,         ///< no core was meant to be stored (MetadataOnly, Rejected)
+  None,         ///< no core was meant to be stored (MetadataOnly, Rejected, Forwarded)
   InProgress,   ///< still being received
 };
 

@@ -106,7 +106,12 @@ void apply_policy(const std::string& origin, const std::string& prefix, const js
       if (a == "store") p.action = Action::Store;
       else if (a == "reject") p.action = Action::Reject;
       else if (a == "metadata-only") p.action = Action::MetadataOnly;
-      else error(origin, k, "expected \"store\", \"reject\" or \"metadata-only\", got \"" + a + "\"");
+      else if (a == "forward") p.action = Action::Forward;
+      else error(origin, k, "expected \"store\", \"reject\", \"metadata-only\" or \"forward\", got \"" + a + "\"");
+    } else if (key == "forward_socket") {
+      p.forward_socket = get_path(origin, k, v);
+      if (p.forward_socket.find("/../") != std::string::npos || p.forward_socket.ends_with("/.."))
+        error(origin, k, "must not contain a \"..\" component");
     } else if (key == "close_files") {
       p.close_files = get_bool(origin, k, v);
     } else if (key == "records") {
@@ -280,6 +285,8 @@ Config apply_config(const std::string& origin, const json& doc, Config c) {
       if (static_cast<std::uint64_t>(bit) <= protocol::COREDUMP_MEMORY_TYPES)
         error(origin, key, "collides with a mainline/NEXT mask bit (0x01..0x40)");
       c.close_files_bit = static_cast<std::uint64_t>(bit);
+    } else if (key == "accept_forwarded") {
+      c.accept_forwarded = get_bool(origin, key, v);
     } else if (key == "collector_budget_ms") {
       c.collector_budget = std::chrono::milliseconds(get_int(origin, key, v, 1, 60'000));
     } else if (key == "testing") {

@@ -56,6 +56,12 @@ struct Config {
   std::uint64_t close_files_bit = protocol::COREDUMP_CLOSE_FILES_DEFAULT;
   /// Accept peers whose pidfd lacks PIDFD_COREDUMPED. For the fake-kernel tests only; command line only.
   bool allow_unverified_peers = false;
+  /// Receiver side of forwarding: accept a peer that is not a crashing task but a process outside
+  /// this daemon's pid namespace (SO_PEERCRED pid 0, pidfd not resolvable here) — only the host can
+  /// be that when this daemon runs in a container — as a forwarder of a crash (action "forward" of
+  /// the host's coredumpd). Such dumps are recorded with extra.forwarded_from_host. Off by default:
+  /// every other non-crashing peer stays refused either way.
+  bool accept_forwarded = false;
   /// A collector that loops (e.g. over thousands of fds) stops after this long.
   std::chrono::milliseconds collector_budget{500};
   /// Tests only ("testing": {"collector_delay_ms": N}): a handshake collector that sleeps N ms, to

@@ -16,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/core_writer.h"
+#include "daemon/forward.h"
 #include "daemon/log_limiter.h"
 #include "daemon/logging.h"
 #include "daemon/proc_dir.h"
@@ -148,6 +149,10 @@ struct InFlight {
   std::uint64_t total = 0;              // core bytes seen
   std::uint64_t spooled = 0;            // core bytes put in the spool (max_core_bytes applies)
   protocol::CoreFacts core_facts;
+  bool forwarding = false;              // a receiver was handed the stream
+  bool forwarded = false;               // ... and took all of it: no core is kept here
+  std::string forward_error;            // why a forward fell back to storing here
+  std::uint64_t forward_bytes = 0;      // stream bytes the receiver took
 };
 
 // Drain-side sink: scans notes, spools up to the size limit, keeps counting past it.
@@ -273,7 +278,7 @@ void compress(const std::shared_ptr<InFlight>& dp) {
   // Keep the file only if both stages succeeded; a discarded temporary file frees its space at once
   // (on a full disk the index update needs it).
   std::uint64_t stored = 0;
-  const bool keep = error.empty() && d.spool_error.empty() && !d.malformed && writer;
+  const bool keep = error.empty() && d.spool_error.empty() && !d.malformed && writer && !d.forwarded;
   if (keep) {
     try {
       stored = writer->commit();
@@ -301,7 +306,24 @@ void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_err
     truncation = "record stream ended without an END record (task killed mid-dump?)";
   const bool cut = d.spooled < d.total;
 
-  if (d.malformed || !store_error.empty()) {
+  if (d.forwarding) {
+    r.extra["forward"]["bytes_relayed"] = d.forward_bytes;
+    r.extra["forward"]["outcome"] = d.forwarded ? "delivered" : "fallback";
+    if (!d.forwarded) {
+      ++ctx.stats.forward_fallbacks;
+      r.extra["forward"]["error"] = d.forward_error;
+      if (log_limiter().allow("forward failed"))
+        spdlog::warn("dump {}: forwarding to {} failed: {}; stored on the host", r.id,
+                     escape_for_log(d.job.policy.forward_socket), escape_for_log(d.forward_error));
+    }
+  }
+  if (d.forwarded) {
+    ++ctx.stats.forwarded;
+    r.state = DumpState::Forwarded;
+    r.path.clear();
+    r.compression.clear();
+    r.stored_size = 0;
+  } else if (d.malformed || !store_error.empty()) {
     ++ctx.stats.failed;
     r.state = DumpState::Failed;
     r.reason = d.malformed ? "malformed record stream: " + d.record_error : store_error;
@@ -323,9 +345,13 @@ void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_err
   r.extra["stored_us"] = us_since(d.started);
   save_record(ctx, r, d.indexed);
 
-  if (log_limiter().allow(r.state == DumpState::Complete ? "dump stored" : "dump not stored")) {
+  const bool fine = r.state == DumpState::Complete || r.state == DumpState::Forwarded;
+  if (log_limiter().allow(fine ? "dump stored" : "dump not stored")) {
     const auto sig = r.signal ? signal_name(*r.signal) : std::string("?");
-    if (r.state == DumpState::Complete)
+    if (r.state == DumpState::Forwarded)
+      spdlog::info("dump {}: pid {} ({}) {} forwarded to {}, {} bytes relayed", r.id, r.pid, escape_for_log(r.comm), sig,
+                   escape_for_log(d.job.policy.forward_socket), d.forward_bytes);
+    else if (r.state == DumpState::Complete)
       spdlog::info("dump {}: pid {} ({}) {} stored, {} bytes -> {} bytes, task released after {} ms", r.id, r.pid,
                    escape_for_log(r.comm), sig, r.core_size, r.stored_size, r.extra.value("released_us", 0) / 1000);
     else
@@ -354,6 +380,11 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
   // The compressor starts now and follows the spool as it fills.
   boost::asio::post(ctx.compressors, [dp] { compress(dp); });
 
+  std::optional<Relay> relay;
+  if (d.job.forward_socket) {
+    relay.emplace(std::move(d.job.forward_socket), d.job.config->stream_idle_timeout);
+    d.forwarding = true;
+  }
   DrainSink sink(d);
   d.records = d.job.negotiation.records == protocol::FlagOutcome::Granted;
   protocol::RecordDecoder decoder(d.job.negotiation.sparse == protocol::FlagOutcome::Granted);
@@ -362,6 +393,7 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
       [&](std::uint64_t, std::uint64_t len) { sink.zeros(len); },
   };
   d.drained = drain(d.job.socket.get(), d.job.config->stream_idle_timeout, [&](std::span<const std::byte> chunk) {
+    if (relay) relay->send(chunk);  // the receiver acked the same stream format: bytes go verbatim
     if (!d.records) {
       sink.data(chunk);
       return true;
@@ -376,6 +408,15 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
   d.records_count = decoder.records();
 
   collect_post_dump(d.job, r);
+  if (relay) {
+    // Delivered only if the kernel's stream was whole and the receiver took it all and hung up.
+    const bool whole = d.drained.eof && !d.malformed && (!d.records || d.records_ended);
+    if (whole) d.forwarded = relay->finish(d.job.config->handshake_timeout);
+    else relay->abandon("the kernel's stream was incomplete: " +
+                        (d.malformed ? d.record_error : d.drained.error.empty() ? "no END record" : d.drained.error));
+    d.forward_error = relay->error();
+    d.forward_bytes = relay->bytes_sent();
+  }
   d.job.socket.reset();  // hang up: releases a WAIT-parked task
   r.extra["released_us"] = us_since(d.started);
   if (d.spool) d.spool->close_input();

@@ -29,12 +29,18 @@ struct DumpJob {
   Policy policy;                        ///< the policy chosen in the handshake
   std::shared_ptr<const Config> config;
   std::shared_ptr<void> keepalive;      ///< held until the dump is indexed (the session, for shutdown accounting)
+  /// Action::Forward with a receiver that acked (daemon/forward.h): the stream is relayed to it and
+  /// spooled here; delivered, the record becomes Forwarded without a core, else the core is stored
+  /// here (the fallback). Empty: a plain store.
+  UniqueFd forward_socket;
 };
 
 /// Runs the drain stage (blocking; call on the dump pool) and posts the compress stage to
 /// ctx.compressors. Inserts the InProgress row, spools the core (decoding COREDUMP_RECORDS if acked;
 /// spooling stops at the policy's max_core_bytes, draining does not, so the kernel finishes), runs
-/// the post-dump collectors while WAIT parks the task, and closes the connection. The compress
+/// the post-dump collectors while WAIT parks the task, relays the stream to job.forward_socket if
+/// set (then waits, bounded by the handshake timeout, for the receiver to hang up before releasing
+/// the task), and closes the connection. The compress
 /// stage then commits the file and updates the row to Complete, Truncated or Failed, and calls
 /// `done`. Never throws: every failure is logged, counted and recorded.
 void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done);

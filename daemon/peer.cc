@@ -34,6 +34,7 @@ Peer identify_peer(int fd) {
   ucred cred{};
   socklen_t len = sizeof(cred);
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+    peer.cred_known = true;
     peer.cred_pid = cred.pid;
     peer.cred_uid = cred.uid;
     peer.cred_gid = cred.gid;

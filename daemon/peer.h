@@ -44,7 +44,8 @@ static_assert(sizeof(pidfd_info) == 88);
 /// The identity of an accepted peer.
 struct Peer {
   UniqueFd pidfd;               ///< from SO_PEERPIDFD; -1 if the kernel gave none
-  pid_t cred_pid = 0;           ///< SO_PEERCRED pid (TGID, in our pid namespace)
+  bool cred_known = false;      ///< SO_PEERCRED could be read (the cred_* fields are valid)
+  pid_t cred_pid = 0;           ///< SO_PEERCRED pid (TGID, in our pid namespace; 0 if outside it)
   uid_t cred_uid = 0;           ///< SO_PEERCRED uid (effective)
   gid_t cred_gid = 0;           ///< SO_PEERCRED gid (effective)
   std::optional<pidfd_info> info;  ///< PIDFD_GET_INFO with PID|CREDS|CGROUPID|COREDUMP requested
@@ -53,6 +54,13 @@ struct Peer {
   /// True if the pidfd reports PIDFD_COREDUMPED: the kernel itself is dumping this process.
   bool is_crashing_task() const {
     return info && (info->mask & PIDFD_INFO_COREDUMP) && (info->coredump_mask & PIDFD_COREDUMPED);
+  }
+
+  /// True if the peer is a process outside our pid namespace: SO_PEERCRED reported pid 0 and the
+  /// pidfd does not resolve to a pid here (PIDFD_GET_INFO failed, e.g. EREMOTE, or gave pid 0).
+  /// Inside a container, only a host process (a forwarding coredumpd) can be such a peer.
+  bool is_outside_our_pid_namespace() const {
+    return cred_known && cred_pid == 0 && (!info || info->tgid == 0);
   }
 };
 

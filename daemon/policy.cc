@@ -13,6 +13,7 @@ const char* action_name(Action a) {
     case Action::Store: return "store";
     case Action::Reject: return "reject";
     case Action::MetadataOnly: return "metadata-only";
+    case Action::Forward: return "forward";
   }
   return "?";
 }
@@ -94,6 +95,7 @@ protocol::Wants wants_for(const Policy& p, const HandshakeFacts& facts, std::str
       reason = "policy action metadata-only";
       return w;
     case Action::Store:
+    case Action::Forward:
       break;
   }
   if (p.honor_rlimit_core && facts.rlimit_core == 0u) {

@@ -21,9 +21,13 @@ enum class Action {
   Store,         ///< KERNEL mode: stream and store the core
   Reject,        ///< REJECT: the kernel produces no dump; we keep a record saying why
   MetadataOnly,  ///< USERSPACE: no core, a record with the handshake metadata
+  /// Hand the crash to the coredump socket Policy::forward_socket inside the crashing process's
+  /// root (its container), speaking the @@ protocol as the kernel does (daemon/forward.h). If that
+  /// receiver is absent, refuses or fails, the crash is handled as Store (the fallback).
+  Forward,
 };
 
-/// Name of an action as written in the configuration ("store", "reject", "metadata-only").
+/// Name of an action as written in the configuration ("store", "reject", "metadata-only", "forward").
 const char* action_name(Action a);
 
 /// A limit on how often a rule stores cores: at most `burst` stored dumps in any window of
@@ -58,6 +62,9 @@ struct Policy {
   /// to retention as max_use_per_rule_bytes[rule name] (see effective_retention() in config.h):
   /// vacuum removes the rule's oldest cores first, never the dump just written. Unset: no quota.
   std::optional<std::uint64_t> max_use;
+  /// For Action::Forward: the receiver's socket, an absolute path resolved inside the crashing
+  /// process's root (/proc/<pid>/root) without following any symlink (daemon/forward.h).
+  std::string forward_socket = "/run/coredumpd/coredump.socket";
 };
 
 /// How a rule constrains one namespace of the crashing process.
@@ -100,7 +107,9 @@ Decision select_policy(const Policy& defaults, const std::vector<Rule>& rules, c
                        const ContainerInfo& c);
 
 /// What to ask the kernel for, given the policy and what the handshake found. `reason` is set when
-/// the policy turns a store into something else (e.g. "RLIMIT_CORE is 0").
+/// the policy turns a store into something else (e.g. "RLIMIT_CORE is 0"). Action::Forward is
+/// answered as Store: the session asks the receiver first and uses this only as the fallback (and
+/// forwards only if this says KERNEL, so RLIMIT_CORE and max_core_bytes apply to forwards too).
 protocol::Wants wants_for(const Policy& p, const HandshakeFacts& facts, std::string& reason);
 
 }  // namespace coredumpd

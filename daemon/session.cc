@@ -19,6 +19,7 @@
 #include "daemon/store_health.h"
 #include "daemon/proc_dir.h"
 #include "protocol/marker.h"
+#include "protocol/relay.h"
 #include "protocol/request.h"
 
 namespace coredumpd {
@@ -73,7 +74,15 @@ void Session::start() {
   }
 
   if (!peer_.is_crashing_task()) {
-    if (!config_->allow_unverified_peers) {
+    if (config_->accept_forwarded && peer_.is_outside_our_pid_namespace()) {
+      // Only a process outside our pid namespace (the host, when we run in a container) shows as
+      // pid 0; accept_forwarded says such a peer is a forwarding coredumpd (daemon/forward.h).
+      forwarded_peer_ = true;
+      ++ctx_.stats.forwarded_in;
+      record_.extra["forwarded_from_host"] = {{"peer_uid", peer_.cred_uid}, {"peer_gid", peer_.cred_gid}};
+      spdlog::info("{}: accepting a crash forwarded by a process outside our pid namespace (uid {})", record_.id,
+                   peer_.cred_uid);
+    } else if (!config_->allow_unverified_peers) {
       ++ctx_.stats.impostors;
       quiet_ = !log_limiter().allow("impostor");
       const std::string why = peer_.info ? "coredump_mask " + std::to_string(peer_.info->coredump_mask) +
@@ -81,8 +90,9 @@ void Session::start() {
                                          : peer_.error;
       return abort("refused peer pid " + std::to_string(peer_.cred_pid) + " uid " +
                    std::to_string(peer_.cred_uid) + ": not a crashing task (" + why + ")");
+    } else {
+      record_.extra["unverified_peer"] = true;
     }
-    record_.extra["unverified_peer"] = true;
   }
 
   deadline_.expires_after(config_->handshake_timeout);
@@ -161,6 +171,11 @@ void raise_priority_once() {
 // Reading /proc blocks (briefly), so it runs on the collector pool; the deadline may overtake it.
 void Session::collect() {
   state_ = State::Collecting;
+  if (forwarded_peer_) {  // the crashing process is not visible from here: the core is all we get
+    HandshakeFacts facts;
+    facts.errors["proc"] = "forwarded crash: the process is outside this pid namespace";
+    return on_collected(std::move(facts));
+  }
   CollectLimits limits;
   limits.deadline = accepted_at_ + config_->handshake_timeout * 8 / 10;  // leave room to ack
   limits.per_collector = config_->collector_budget;
@@ -182,11 +197,11 @@ void Session::collect() {
 void Session::on_collected(HandshakeFacts facts) {
   if (state_ != State::Collecting) return;  // the deadline already sent the ack without them
   facts_ = std::move(facts);
-  send_ack();
+  decide();
+  maybe_forward();
 }
 
-void Session::send_ack() {
-  state_ = State::SendingAck;
+void Session::decide() {
   record_.comm = facts_.comm;
   record_.exe = facts_.exe;
   record_.argv = facts_.argv;
@@ -218,10 +233,85 @@ void Session::send_ack() {
     for (const auto& e : facts_.environ) env.push_back(bytes_to_json(e));
     record_.extra["environ"] = std::move(env);
   }
+}
+
+void Session::maybe_forward() {
+  if (policy_.action != Action::Forward) return send_ack();
+  record_.extra["forward"] = {{"socket", policy_.forward_socket}};
+  std::string why;
+  if (wants_for(policy_, facts_, why).mode != protocol::Mode::Kernel) {
+    // RLIMIT_CORE or max_core_bytes say no core: nothing to forward; the record says why.
+    record_.extra["forward"]["skipped"] = why;
+    return send_ack();
+  }
+  if (ctx_.dumps_in_flight.load() >= config_->max_concurrent_dumps) return send_ack();  // overload path
+  state_ = State::Forwarding;
+  // Resolving a path inside the container's file system may block: not on the io thread.
+  const int pidfd = peer_.pidfd.get();  // owned by peer_, which lives as long as `self`
+  const auto pid = static_cast<pid_t>(record_.pid);
+  asio::post(ctx_.collectors, [self = shared_from_this(), pidfd, pid, path = policy_.forward_socket] {
+    std::string error;
+    UniqueFd fd = open_forward_socket(pidfd, pid, path, error);
+    asio::post(self->ctx_.io, [self, fd = std::make_shared<UniqueFd>(std::move(fd)), error] {
+      self->on_forward_socket(std::move(*fd), error);
+    });
+  });
+}
+
+void Session::on_forward_socket(UniqueFd fd, const std::string& error) {
+  if (state_ != State::Forwarding) return;  // the deadline overtook us
+  if (!fd) {
+    forward_failed(error);
+    return send_ack();
+  }
+  // What is left of the handshake budget, keeping a tenth of it for our own ack.
+  const auto deadline = accepted_at_ + config_->handshake_timeout * 9 / 10;
+  ReceiverHandshake::start(ctx_.io, std::move(fd), protocol::receiver_request(req_, config_->close_files_bit),
+                           config_->close_files_bit, deadline,
+                           [self = shared_from_this()](std::optional<ReceiverLink> link, std::string why) {
+                             self->on_receiver(std::move(link), why);
+                           });
+}
+
+void Session::on_receiver(std::optional<ReceiverLink> link, const std::string& error) {
+  if (state_ != State::Forwarding) return;  // acked without it: dropping `link` hangs up on the receiver
+  if (!link) {
+    forward_failed(error);
+    return send_ack();
+  }
+  if (link->ack.mask & protocol::COREDUMP_REJECT) {
+    // The kernel's answer to a valid REJECT is REQACK and a hang-up; the crash is still ours to keep.
+    send_marker(link->socket.get(), static_cast<std::uint32_t>(protocol::Marker::REQACK));
+    forward_failed("the receiver answered REJECT");
+    return send_ack();
+  }
+  record_.extra["forward"]["receiver_ack"] = {{"size", link->ack.size}, {"mask", link->ack.mask},
+                                              {"memory_types", link->ack.memory_types}};
+  receiver_ = std::move(link);
+  send_ack();
+}
+
+void Session::forward_failed(const std::string& why) {
+  ++ctx_.stats.forward_fallbacks;
+  record_.extra["forward"]["outcome"] = "fallback";
+  record_.extra["forward"]["error"] = why;
+  if (log_limiter().allow("forward failed"))
+    spdlog::warn("pid {} ({}): forwarding to {} failed: {}; the host handles the crash", record_.pid, record_.id,
+                 escape_for_log(policy_.forward_socket), escape_for_log(why));
+}
+
+void Session::send_ack() {
+  state_ = State::SendingAck;
   std::string why;
   protocol::Wants wants = wants_for(policy_, facts_, why);
-  if (wants.mode == protocol::Mode::Kernel) apply_rate_limit(wants, why, decision.rule, container_key(container));
-  if (wants.mode == protocol::Mode::Kernel) refuse_core_if_unable(wants, why);
+  if (forwarded_peer_) wants.wait = false;  // nothing to collect from a task we cannot see
+  if (receiver_) {
+    wants = protocol::wants_matching_ack(receiver_->ack, config_->close_files_bit);
+    why.clear();
+  } else if (wants.mode == protocol::Mode::Kernel) {
+    apply_rate_limit(wants, why, decision.rule, container_key(container));
+    if (wants.mode == protocol::Mode::Kernel) refuse_core_if_unable(wants, why);
+  }
   if (!why.empty()) record_.reason = why;
   std::string error;
   auto negotiation = protocol::negotiate(req_, wants, config_->close_files_bit, error);
@@ -230,6 +320,12 @@ void Session::send_ack() {
     return abort("cannot build an ack: " + error);
   }
   negotiation_ = *negotiation;
+  if (receiver_ && !protocol::same_stream(negotiation_.ack, receiver_->ack, config_->close_files_bit)) {
+    // Cannot happen for an ack the kernel's rules accepted; never relay a stream it did not ask for.
+    receiver_.reset();
+    forward_failed("the receiver's choices cannot be acked to the kernel");
+    return send_ack();
+  }
   if (negotiation_.unknown) {
     // Logged once per distinct set: a newer kernel offers them on every crash.
     static std::atomic<std::uint64_t> logged{0};
@@ -330,7 +426,12 @@ void Session::on_marker() {
   std::uint32_t raw = 0;
   std::memcpy(&raw, marker_buf_.data(), sizeof(raw));
   const auto marker = protocol::interpret_marker(raw);
+  if (receiver_ && !send_marker(receiver_->socket.get(), raw)) {  // the kernel's answer, passed on
+    receiver_.reset();
+    forward_failed("the receiver hung up before the marker");
+  }
   if (!marker.accepted) {
+    receiver_.reset();
     ++ctx_.stats.refused_by_kernel;
     record_.state = DumpState::Failed;
     record_.reason = std::string("kernel marker ") + std::string(marker.name) + ": " + marker.reason;
@@ -345,6 +446,15 @@ void Session::on_marker() {
       record_async();
       return abort("dump rejected (" + record_.reason + ")", false);
     case protocol::Mode::Userspace:
+      if (receiver_) {  // the receiver chose USERSPACE: it has what it asked for (no bytes)
+        ::shutdown(receiver_->socket.get(), SHUT_WR);
+        receiver_.reset();
+        ++ctx_.stats.forwarded;
+        record_.state = DumpState::Forwarded;
+        record_.extra["forward"]["outcome"] = "delivered";
+        record_async();
+        return abort("forwarded (userspace mode) to " + policy_.forward_socket, false);
+      }
       ++ctx_.stats.metadata_only;
       record_.state = DumpState::MetadataOnly;
       record_async();
@@ -354,7 +464,9 @@ void Session::on_marker() {
   }
   ++ctx_.dumps_in_flight;
   DumpJob job{UniqueFd(socket_.release()), std::move(peer_.pidfd), std::move(record_), std::move(facts_),
-              negotiation_, policy_, config_, shared_from_this()};
+              negotiation_, policy_, config_, shared_from_this(),
+              receiver_ ? std::move(receiver_->socket) : UniqueFd()};
+  receiver_.reset();
   asio::post(ctx_.dumps, [&ctx = ctx_, job = std::move(job)]() mutable {
     run_dump_job(ctx, std::move(job), [&ctx] { --ctx.dumps_in_flight; });
   });
@@ -369,6 +481,15 @@ void Session::on_deadline() {
       // The task must not stay frozen past the deadline: ack with whatever was collected.
       facts_.errors["collect"] = "handshake deadline reached; acked without the remaining metadata";
       ++ctx_.stats.handshake_timeouts;
+      decide();
+      if (policy_.action == Action::Forward) {
+        record_.extra["forward"] = {{"socket", policy_.forward_socket}};
+        forward_failed("no time left in the handshake to forward");
+      }
+      return send_ack();
+    case State::Forwarding:
+      ++ctx_.stats.handshake_timeouts;
+      forward_failed("the receiver did not complete the handshake within the handshake deadline");
       return send_ack();
     case State::SendingAck:
     case State::ReadingMarker:
@@ -383,6 +504,7 @@ void Session::on_deadline() {
 void Session::abort(const std::string& reason, bool warn) {
   state_ = State::Done;
   deadline_.cancel();
+  receiver_.reset();  // a receiver mid-handshake sees a hang-up, as from a kernel that gave up
   if (!quiet_)
     spdlog::log(warn ? spdlog::level::warn : spdlog::level::info, "pid {} ({}): {}", record_.pid, record_.id,
                 escape_for_log(reason));

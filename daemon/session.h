@@ -6,6 +6,12 @@
 //        --ack written--> ReadingMarker --REQACK--> (KERNEL) DumpJob on the dump pool
 //                                                   (USERSPACE/REJECT) record, close
 //
+// With policy action "forward" (daemon/forward.h) a Forwarding step sits between Collecting and
+// SendingAck: the receiver in the task's container is handshaken first (within the same deadline),
+// the kernel is then acked with the receiver's choices, and the kernel's marker is passed on to the
+// receiver. A receiver that is absent, refuses or is too slow makes the session ack for the host's
+// own store instead (the fallback), with the reason in the record's extra.forward.
+//
 // Any error, timeout or refusal ends the session: it is logged with its reason, counted, recorded
 // where a record exists, and the socket is closed (which is what releases a parked task).
 // A session keeps itself alive through its pending handlers (shared_from_this).
@@ -20,6 +26,7 @@
 #include <memory>
 
 #include "daemon/collect.h"
+#include "daemon/forward.h"
 #include "daemon/peer.h"
 #include "daemon/policy.h"
 #include "daemon/server_context.h"
@@ -48,7 +55,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void start();
 
  private:
-  enum class State { ReadingRequest, Collecting, SendingAck, ReadingMarker, Done };
+  enum class State { ReadingRequest, Collecting, Forwarding, SendingAck, ReadingMarker, Done };
 
   void read_request_size();
   void read_request_body(std::uint32_t known, std::uint32_t discard);
@@ -56,6 +63,15 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_request();
   void collect();
   void on_collected(HandshakeFacts facts);
+  /// Identifies the container and chooses the policy from the collected facts.
+  void decide();
+  /// Action::Forward: resolves the receiver's socket (collector pool) and starts its handshake;
+  /// otherwise goes straight to send_ack().
+  void maybe_forward();
+  void on_forward_socket(UniqueFd fd, const std::string& error);
+  void on_receiver(std::optional<ReceiverLink> link, const std::string& error);
+  /// Forwarding is off for this crash: logs and records `why`; the host handles the crash itself.
+  void forward_failed(const std::string& why);
   void send_ack();
   void refuse_core_if_unable(protocol::Wants& wants, std::string& why);
   /// Turns a store into metadata-only when the rule's rate limit (policy_.rate_limit) is exceeded
@@ -85,6 +101,8 @@ class Session : public std::enable_shared_from_this<Session> {
   HandshakeFacts facts_;
   Policy policy_;
   bool quiet_ = false;  // the log limiter suppressed this session's lines (flood)
+  std::optional<ReceiverLink> receiver_;  // forwarding: a receiver that accepted our request
+  bool forwarded_peer_ = false;  // receiver side: the peer is a forwarder (accept_forwarded)
   DumpRecord record_;
 };
 

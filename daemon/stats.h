@@ -22,6 +22,9 @@ struct Stats {
   std::atomic<std::uint64_t> overloaded{0};        ///< crashes turned away by max_concurrent_dumps
   std::atomic<std::uint64_t> store_unavailable{0}; ///< crashes rejected: store read-only/removed/full
   std::atomic<std::uint64_t> rate_limited{0};      ///< crashes made metadata-only by a rule's rate_limit
+  std::atomic<std::uint64_t> forwarded{0};         ///< crashes delivered to a receiver (action forward)
+  std::atomic<std::uint64_t> forward_fallbacks{0}; ///< forwards that failed: the host handled the crash itself
+  std::atomic<std::uint64_t> forwarded_in{0};      ///< crashes received from a forwarder (accept_forwarded)
 
   /// One line for sd_notify STATUS= and the shutdown log.
   std::string summary() const {
@@ -29,7 +32,9 @@ struct Stats {
            std::to_string(failed) + ", rejected " + std::to_string(rejected) + ", impostors " +
            std::to_string(impostors) + ", bad requests " + std::to_string(bad_requests) + ", overloaded " +
            std::to_string(overloaded) + ", store unavailable " + std::to_string(store_unavailable) +
-           ", rate limited " + std::to_string(rate_limited);
+           ", rate limited " + std::to_string(rate_limited) + ", forwarded " +
+           std::to_string(forwarded) + ", forward fallbacks " + std::to_string(forward_fallbacks) + ", received forwarded " +
+           std::to_string(forwarded_in);
   }
 };
 

@@ -12,6 +12,7 @@ packages=(
   libelf-dev libdw-dev elfutils
   libgtest-dev libgmock-dev
   gdb python3 util-linux procps file e2fsprogs mount
+  systemd-container debootstrap  # the systemd-nspawn forwarding test (tests/e2e/nspawn_forward_test.cc)
 )
 
 missing=()

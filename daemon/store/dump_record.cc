@@ -13,7 +13,7 @@ struct StateName {
   const char* name;
 };
 
-constexpr std::array<StateName, 7> kStateNames{{
+constexpr std::array<StateName, 8> kStateNames{{
     {DumpState::InProgress, "in_progress"},
     {DumpState::Complete, "complete"},
     {DumpState::Truncated, "truncated"},
@@ -21,6 +21,7 @@ constexpr std::array<StateName, 7> kStateNames{{
     {DumpState::Interrupted, "interrupted"},
     {DumpState::MetadataOnly, "metadata_only"},
     {DumpState::Rejected, "rejected"},
+    {DumpState::Forwarded, "forwarded"},
 }};
 
 bool is_continuation(unsigned char c) {

@@ -22,6 +22,7 @@ enum class DumpState {
   Interrupted,   ///< the daemon died while the dump was in progress (found at the next start)
   MetadataOnly,  ///< policy or load chose a record without a core (USERSPACE, rate limit, ...)
   Rejected,      ///< policy said no dump: the kernel was sent REJECT
+  Forwarded,     ///< handed to a receiver in the crashing process's container (extra.forward); no core here
 };
 
 /// Stable lower-case name ("in_progress", "complete", ...); used in the index and JSON.

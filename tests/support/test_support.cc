@@ -115,10 +115,29 @@ std::optional<std::string> read_file(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+
+// True if /proc/net/unix lists a listening (__SO_ACCEPTCON, flags 00010000) socket bound to `path`.
+bool is_listening(const std::string& path) {
+  std::istringstream in(read_file("/proc/net/unix").value_or(""));
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string num, refs, proto, flags, type, st, inode, bound;
+    if ((fields >> num >> refs >> proto >> flags >> type >> st >> inode >> bound) && bound == path && flags == "00010000")
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Daemon::Daemon(const std::string& binary, const std::string& socket, const std::string& store,
-               const std::string& log, const std::vector<std::string>& extra_args)
+               const std::string& log, const std::vector<std::string>& extra_args,
+               const std::vector<std::string>& launcher)
     : log_(log) {
-  std::vector<std::string> argv{binary, "--socket", socket, "--store", store, "--log-level", "debug"};
+  std::vector<std::string> argv = launcher;
+  argv.insert(argv.end(), {binary, "--socket", socket, "--store", store, "--log-level", "debug"});
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   pid_ = spawn(argv, log);
   const bool up = wait_until(
@@ -129,7 +148,9 @@ Daemon::Daemon(const std::string& binary, const std::string& socket, const std::
           pid_ = -1;
           return true;  // died: reported below
         }
-        return ::stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+        // bind() creates the file before listen(): wait for the listening state, or a quick
+        // client gets ECONNREFUSED.
+        return ::stat(socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && is_listening(socket);
       },
       10s);
   if (pid_ < 0 || !up) {

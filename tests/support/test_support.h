@@ -62,8 +62,10 @@ class Daemon {
  public:
   /// Starts `binary` with `--socket socket --store store` plus `extra_args`, logging to `log`, and
   /// waits (up to 10 s) until the socket exists. Throws std::runtime_error if it does not come up.
+  /// A non-empty `launcher` is run instead, with the daemon's command line appended (e.g.
+  /// {"/usr/bin/unshare", "--pid", "--fork", "--kill-child", "--"}); pid() is then the launcher's.
   Daemon(const std::string& binary, const std::string& socket, const std::string& store, const std::string& log,
-         const std::vector<std::string>& extra_args = {});
+         const std::vector<std::string>& extra_args = {}, const std::vector<std::string>& launcher = {});
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;

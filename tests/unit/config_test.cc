@@ -218,3 +218,38 @@ TEST(Config, ContainerMatchErrors) {
   EXPECT_NE(error_of(R"({"rules": [{"name": "x", "match": {"namespaces": {"pdi": "host"}}}]})").find("rules[0].match.namespaces.pdi: unknown namespace"), std::string::npos);
   EXPECT_NE(error_of(R"({"rules": [{"name": "x", "match": {"namespaces": {"pid": "guest"}}}]})").find("expected \"host\", \"non-host\""), std::string::npos);
 }
+
+TEST(Config, ForwardActionSocketAndAcceptForwarded) {
+  const Config d = parse("{}");
+  EXPECT_FALSE(d.accept_forwarded);
+  EXPECT_EQ(d.defaults.forward_socket, "/run/coredumpd/coredump.socket");
+
+  const Config c = parse(R"({"accept_forwarded": true,
+      "rules": [{"name": "nspawn", "match": {"runtime": "systemd-nspawn"}, "action": "forward",
+                 "forward_socket": "/run/inner/coredump.socket"},
+                {"name": "plain", "match": {"comm": "x"}, "action": "forward"}]})");
+  EXPECT_TRUE(c.accept_forwarded);
+  ASSERT_EQ(c.rules.size(), 2u);
+  EXPECT_EQ(c.rules[0].policy.action, Action::Forward);
+  EXPECT_EQ(c.rules[0].policy.forward_socket, "/run/inner/coredump.socket");
+  EXPECT_EQ(c.rules[1].policy.forward_socket, "/run/coredumpd/coredump.socket") << "the default path";
+  EXPECT_STREQ(action_name(Action::Forward), "forward");
+
+  EXPECT_NE(error_of(R"({"defaults": {"forward_socket": "run/x.sock"}})").find("defaults.forward_socket: expected an absolute path"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"defaults": {"forward_socket": "/run/../etc/x"}})").find("\"..\""), std::string::npos);
+  EXPECT_NE(error_of(R"({"accept_forwarded": 1})").find("accept_forwarded: expected true or false"), std::string::npos);
+  EXPECT_NE(error_of(R"({"defaults": {"action": "forwad"}})").find("\"forward\""), std::string::npos);
+}
+
+// A forward is a store as far as the kernel-facing fallback goes: RLIMIT_CORE and sizes still apply.
+TEST(Policy, ForwardFallsBackAsStore) {
+  Policy p;
+  p.action = Action::Forward;
+  HandshakeFacts facts;
+  std::string why;
+  EXPECT_EQ(wants_for(p, facts, why).mode, protocol::Mode::Kernel);
+  facts.rlimit_core = 0;
+  EXPECT_EQ(wants_for(p, facts, why).mode, protocol::Mode::Reject);
+  EXPECT_NE(why.find("RLIMIT_CORE"), std::string::npos);
+}

@@ -1,0 +1,221 @@
+// Real kernel + systemd-nspawn: a crash inside a booted Debian machine is forwarded by the host
+// coredumpd (rule: runtime systemd-nspawn -> action forward) to a coredumpd running inside the
+// machine as a unit of the machine's own systemd (accept_forwarded), and lands in the inner store;
+// with the inner coredumpd stopped, the next crash falls back to the host store.
+//
+// The machine's root is a minimal bookworm made once with debootstrap into kCache (reused across
+// runs, never written: the machine boots with --volatile=overlay). Without network the test skips
+// saying so. The machine runs in a cgroup named like machinectl's template unit
+// (machine.slice/systemd-nspawn@<name>.service), which is how coredumpd identifies nspawn machines.
+// The inner coredumpd is this build's binary, run with the host's dynamic loader and libraries
+// (bind-mounted read-only), so the machine needs none of the build's packages.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/e2e/real_kernel_fixture.h"
+
+using namespace coredumpd;
+using namespace coredumpd::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kCache = "/var/cache/coredumpd-tests/bookworm";
+constexpr const char* kNspawn = "/usr/bin/systemd-nspawn";
+constexpr const char* kDebootstrap = "/usr/sbin/debootstrap";
+constexpr const char* kInnerSocket = "/run/coredumpd/coredump.socket";
+
+// Makes kCache once (under a lock, into a temp dir renamed on success). Returns why it cannot.
+std::optional<std::string> ensure_root() {
+  fs::create_directories(fs::path(kCache).parent_path());
+  const int lock = ::open((std::string(kCache) + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) return "cannot lock " + std::string(kCache) + ".lock";
+  std::optional<std::string> why;
+  if (!fs::exists(std::string(kCache) + "/lib/systemd/systemd")) {
+    const std::string tmp = std::string(kCache) + ".tmp";
+    fs::remove_all(tmp);
+    const auto [st, out] = run_capture({kDebootstrap, "--variant=minbase", "--include=systemd,systemd-sysv,dbus", "bookworm",
+                                        tmp, "http://deb.debian.org/debian"},
+                                       900s);
+    if (st.exit_code() == 0) {
+      fs::rename(tmp, kCache);
+    } else {
+      fs::remove_all(tmp);
+      why = "debootstrap of bookworm failed (no network?): " + out.substr(out.size() > 400 ? out.size() - 400 : 0);
+    }
+  }
+  ::close(lock);
+  return why;
+}
+
+// rmdir of a cgroup tree, children first (cgroupfs directories vanish only when empty).
+void remove_cgroup(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory()) remove_cgroup(e.path());
+  ::rmdir(dir.c_str());
+}
+
+class NspawnForward : public RealKernel {
+ protected:
+  void SetUp() override {
+    if (auto why = real_kernel_unavailable()) GTEST_SKIP() << *why;
+    if (!fs::exists(kNspawn) || !fs::exists(kDebootstrap))
+      GTEST_SKIP() << "needs systemd-nspawn and debootstrap (scripts/install-deps.sh installs them)";
+    if (auto why = ensure_root()) {
+      std::fprintf(stderr, "SKIPPED nspawn test: %s\n", why->c_str());
+      GTEST_SKIP() << *why;
+    }
+    start_daemon(R"({"rules": [{"name": "nspawn", "match": {"runtime": "systemd-nspawn"}, "action": "forward",
+                                 "forward_socket": ")" + std::string(kInnerSocket) + R"("}]})");
+    boot();
+  }
+
+  void TearDown() override {
+    RealKernel::TearDown();  // core_pattern restored first
+    if (machine_pid_ > 0) {
+      ::kill(machine_pid_, SIGTERM);  // nspawn powers the machine off
+      if (!wait_for(machine_pid_, 30s).exited) std::fprintf(stderr, "machine did not power off; killed\n");
+    }
+    for (const auto& c : cgroups_) {
+      remove_cgroup(c);
+      ::rmdir(c.parent_path().c_str());  // machine.slice, unless something else lives there
+    }
+    if (HasFailure()) {
+      if (const auto log = read_file(*dir_ / "machine.log")) std::fprintf(stderr, "machine log:\n%s\n", log->c_str());
+      if (leader_ > 0) {
+        const auto [st, j] = in_machine({"journalctl", "-u", "coredumpd-inner", "--no-pager", "-n", "50"});
+        std::fprintf(stderr, "inner coredumpd journal:\n%s\n", j.c_str());
+      }
+    }
+  }
+
+  void boot() {
+    name_ = "cdfwd" + std::to_string(::getpid());
+    inner_store_ = *dir_ / "inner-store";
+    fs::create_directories(inner_store_);
+    std::ofstream(*dir_ / "inner.json") << R"({"accept_forwarded": true})";
+    std::string enter;  // the machine's cgroup, as machinectl start would place it
+    for (const char* h : {"systemd", "unified"}) {
+      const fs::path d = fs::path("/sys/fs/cgroup") / h / "machine.slice" / ("systemd-nspawn@" + name_ + ".service");
+      if (!fs::exists(d.parent_path().parent_path())) continue;
+      fs::create_directories(d);
+      cgroups_.push_back(d);
+      enter += "echo $$ > " + d.string() + "/cgroup.procs && ";
+    }
+    const auto dir_of = [](const char* p) { return fs::path(p).parent_path().string(); };
+    const std::string cmd = enter + "exec " + kNspawn + " -b -q --register=no --keep-unit --volatile=overlay -M " + name_ +
+                            " -D " + kCache + " --bind-ro=/usr:/opt/host-usr --bind-ro=" + dir_of(COREDUMPD_BIN) +
+                            ":/opt/cd-daemon --bind-ro=" + dir_of(CRASHER_BIN) + ":/opt/cd-programs --bind=" + inner_store_ +
+                            ":/var/lib/coredumpd --bind-ro=" + *dir_ / "inner.json" + ":/etc/coredumpd.json";
+    machine_pid_ = spawn({"/bin/sh", "-c", cmd}, *dir_ / "machine.log");
+    // The machine's init: nspawn's child running systemd; then wait for its boot to finish.
+    ASSERT_TRUE(wait_until(
+        [&] {
+          const auto p = std::to_string(machine_pid_);
+          const auto kids = read_file("/proc/" + p + "/task/" + p + "/children");
+          if (!kids || kids->empty()) return false;
+          leader_ = static_cast<pid_t>(std::stol(*kids));
+          return read_file("/proc/" + std::to_string(leader_) + "/comm").value_or("") == "systemd\n";
+        },
+        30s))
+        << "the machine did not start";
+    ASSERT_TRUE(wait_until(
+        [&] {
+          const auto [st, out] = in_machine({"systemctl", "is-system-running"}, 10s);
+          return out.starts_with("running") || out.starts_with("degraded");
+        },
+        90s))
+        << "the machine did not finish booting";
+    start_inner();
+  }
+
+  void start_inner() {
+    const auto [st, out] = in_machine({"systemd-run", "-q", "--unit=coredumpd-inner",
+                                       "/opt/host-usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "--library-path",
+                                       "/opt/host-usr/lib/x86_64-linux-gnu", "/opt/cd-daemon/coredumpd", "--socket",
+                                       kInnerSocket, "--store", "/var/lib/coredumpd", "--config", "/etc/coredumpd.json",
+                                       "--log-level", "debug"});
+    ASSERT_EQ(st.exit_code(), 0) << out;
+    const std::string sock = "/proc/" + std::to_string(leader_) + "/root" + kInnerSocket;
+    ASSERT_TRUE(wait_until([&] { return fs::is_socket(sock); }, 30s)) << "the inner coredumpd did not come up";
+  }
+
+  // Runs `argv` in all of the machine's namespaces (bounded).
+  std::pair<ExitStatus, std::string> in_machine(const std::vector<std::string>& argv, std::chrono::milliseconds t = 60s) {
+    std::vector<std::string> full{"/usr/bin/nsenter", "-t", std::to_string(leader_), "-a"};
+    full.insert(full.end(), argv.begin(), argv.end());
+    return run_capture(full, t);
+  }
+
+  // Crashes the crasher inside the machine as a transient unit of the machine's systemd (so no
+  // nsenter parent re-raises the signal and dumps too).
+  void crash_inside() {
+    in_machine({"systemd-run", "-q", "--wait", "-p", "LimitCORE=infinity", "/opt/cd-programs/crasher", "--mode", "segv"});
+  }
+
+  static std::optional<DumpRecord> settled(const std::string& store, std::size_t n, std::size_t index) {
+    std::optional<DumpRecord> found;
+    wait_until(
+        [&] {
+          try {
+            auto all = Index(store, false).list();
+            if (all.size() != n) return false;
+            for (const auto& r : all)
+              if (r.state == DumpState::InProgress) return false;
+            std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.timestamp_us < b.timestamp_us; });
+            found = all[index];
+          } catch (const IndexError&) {
+          }
+          return found.has_value();
+        },
+        60s);
+    return found;
+  }
+
+  std::string name_, inner_store_;
+  std::vector<fs::path> cgroups_;
+  pid_t machine_pid_ = -1, leader_ = -1;
+};
+
+TEST_F(NspawnForward, CrashInsideLandsInTheInnerStoreAndFallsBackWhenItIsStopped) {
+  crash_inside();
+  const auto inner = settled(inner_store_, 1, 0);
+  ASSERT_TRUE(inner) << "no dump in the machine's store";
+  EXPECT_EQ(inner->state, DumpState::Complete) << inner->reason;
+  EXPECT_TRUE(inner->extra.contains("forwarded_from_host")) << inner->extra.dump();
+  EXPECT_EQ(inner->signal, SIGSEGV);
+  const std::string out = *dir_ / "inner.core";
+  const auto [dst, dtext] = run_capture({DUMPCTL_BIN, "--store", inner_store_, "dump", inner->id, "-o", out});
+  ASSERT_EQ(dst.exit_code(), 0) << dtext;
+  const auto core = inspect_core(out);
+  EXPECT_TRUE(core.is_core);
+  EXPECT_EQ(core.prstatus_signal, SIGSEGV);
+
+  const auto host = settled(store_, 1, 0);
+  ASSERT_TRUE(host);
+  EXPECT_EQ(host->state, DumpState::Forwarded) << host->reason << " " << host->extra.dump();
+  EXPECT_EQ(host->comm, "crasher");
+  EXPECT_EQ(host->extra["rule"], "nspawn");
+  EXPECT_EQ(host->extra["container"]["runtime"], "systemd-nspawn");
+  EXPECT_EQ(host->extra["forward"]["outcome"], "delivered");
+  EXPECT_EQ(host->core_size, inner->core_size);
+
+  // The receiver is stopped: the next crash is stored on the host, with the reason.
+  const auto [sst, sout] = in_machine({"systemctl", "stop", "coredumpd-inner"});
+  ASSERT_EQ(sst.exit_code(), 0) << sout;
+  crash_inside();
+  const auto fallback = settled(store_, 2, 1);
+  ASSERT_TRUE(fallback);
+  EXPECT_EQ(fallback->state, DumpState::Complete) << fallback->reason;
+  EXPECT_EQ(fallback->extra["forward"]["outcome"], "fallback");
+  EXPECT_FALSE(fallback->extra["forward"].value("error", std::string()).empty());
+  EXPECT_EQ(Index(inner_store_, false).list().size(), 1u);
+}
+
+}  // namespace
