@@ -41,34 +41,6 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
-void container(const json& extra, std::vector<InfoField>& out) {
-  const auto it = extra.find("container");
-  if (it == extra.end() || !it->is_object()) return;
-  const json& c = *it;
-  const std::string key = text_of(c, "key");
-  if (key.empty() || key == "host") {
-    out.push_back({"Container", "none (host)"});
-    return;
-  }
-  std::string v = key;
-  std::string more;
-  for (const char* k : {"runtime", "name", "pod_uid", "unit"}) {
-    const std::string s = text_of(c, k);
-    if (!s.empty()) more += std::string(more.empty() ? "" : ", ") + k + " " + s;
-  }
-  if (!more.empty()) v += " (" + more + ")";
-  out.push_back({"Container", v});
-  std::string inside;
-  for (const char* k : {"ns_pid", "ns_uid", "ns_gid"}) {
-    const auto f = c.find(k);
-    if (f != c.end() && f->is_number_integer())
-      inside += std::string(inside.empty() ? "" : ", ") + (k + 3) + " " + std::to_string(f->get<std::int64_t>());
-  }
-  const std::string host = text_of(c, "hostname");
-  if (!host.empty()) inside += std::string(inside.empty() ? "" : ", ") + "hostname " + host;
-  if (!inside.empty()) out.push_back({"In Container", inside});
-}
-
 void negotiation(const json& extra, std::vector<InfoField>& out) {
   const auto it = extra.find("negotiation");
   if (it == extra.end() || !it->is_object()) return;
@@ -156,11 +128,6 @@ void errors(const json& extra, const char* key, const char* label, std::vector<I
 std::vector<InfoField> info_details(const json& extra, std::size_t max_fds) {
   std::vector<InfoField> out;
   if (!extra.is_object()) return out;
-  container(extra, out);
-  if (extra.contains("rule")) {
-    const std::string rule = text_of(extra, "rule");
-    out.push_back({"Rule", rule.empty() ? "none (defaults)" : rule});
-  }
   negotiation(extra, out);
   timing(extra, out);
   if (extra.contains("threads")) out.push_back({"Threads", std::to_string(number_of(extra, "threads"))});

@@ -1,5 +1,5 @@
 // The human-readable part of `dumpctl info` built from a dump's free-form metadata
-// (DumpRecord::extra): container, rule, negotiated flags, timings, open files, locks, memory.
+// (DumpRecord::extra): negotiated flags, timings, open files, locks, memory.
 #pragma once
 
 #include <string>
@@ -18,8 +18,8 @@ struct InfoField {
 };
 
 /// The fields describing `extra` (the JSON object the daemon stores with each dump; see
-/// daemon/session.cc and daemon/dump_job.cc for its keys), in display order: Container, In
-/// Container, Rule, Negotiation, Timing, Threads, Signal Info, Open Files, Locks, Memory, Collector
+/// daemon/session.cc and daemon/dump_job.cc for its keys), in display order (the container and
+/// rule are shown by cmd_info itself): Negotiation, Timing, Threads, Signal Info, Open Files, Locks, Memory, Collector
 /// Errors, Environment, Vacuumed. Keys that are absent or of an unexpected type are skipped, never
 /// an error (old records, hostile JSON). Open files are listed up to `max_fds` (the rest counted).
 std::vector<InfoField> info_details(const nlohmann::json& extra, std::size_t max_fds = 32);

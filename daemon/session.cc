@@ -309,7 +309,10 @@ void Session::send_ack() {
     wants = protocol::wants_matching_ack(receiver_->ack, config_->close_files_bit);
     why.clear();
   } else if (wants.mode == protocol::Mode::Kernel) {
-    apply_rate_limit(wants, why, decision.rule, container_key(container));
+    // The rule and container chosen when the facts came in (on_collected).
+    apply_rate_limit(wants, why, record_.extra.value("rule", std::string()),
+                     record_.extra.contains("container") ? record_.extra["container"].value("key", std::string("host"))
+                                                         : std::string("host"));
     if (wants.mode == protocol::Mode::Kernel) refuse_core_if_unable(wants, why);
   }
   if (!why.empty()) record_.reason = why;

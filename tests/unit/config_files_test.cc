@@ -101,8 +101,8 @@ TEST_F(ConfigFiles, ADropInErrorNamesTheDropInItsKeyAndTheReason) {
   write("coredumpd.json", R"({"rules": [{"name": "a", "match": {"comm": "a"}}]})");
   write("conf.d/10-ok.json", R"({"dump_workers": 2})");
   write("conf.d/20-bad.json", R"({"rules": [{"name": "b", "match": {"comm": "b"}, "action": "keep"}]})");
-  EXPECT_EQ(error_of(main_), dir_ + "/conf.d/20-bad.json: rules[0].action: expected \"store\", \"reject\" or "
-                                    "\"metadata-only\", got \"keep\"")
+  EXPECT_EQ(error_of(main_), dir_ + "/conf.d/20-bad.json: rules[0].action: expected \"store\", \"reject\", "
+                                    "\"metadata-only\" or \"forward\", got \"keep\"")
       << "the rule index counts within the drop-in";
 
   write("conf.d/20-bad.json", R"({"defaults": {"compression_level": 1,}})");
