@@ -227,6 +227,8 @@ void Session::decide() {
   record_.extra["container"] = to_json(container);
   const auto decision = select_policy(config_->defaults, config_->rules, record_, container);
   policy_ = decision.policy;
+  rule_ = decision.rule;
+  container_key_ = container_key(container);
   record_.extra["rule"] = decision.rule;
   if (policy_.capture_environ) {
     auto env = nlohmann::json::array();
@@ -309,10 +311,7 @@ void Session::send_ack() {
     wants = protocol::wants_matching_ack(receiver_->ack, config_->close_files_bit);
     why.clear();
   } else if (wants.mode == protocol::Mode::Kernel) {
-    // The rule and container chosen when the facts came in (on_collected).
-    apply_rate_limit(wants, why, record_.extra.value("rule", std::string()),
-                     record_.extra.contains("container") ? record_.extra["container"].value("key", std::string("host"))
-                                                         : std::string("host"));
+    apply_rate_limit(wants, why, rule_, container_key_);
     if (wants.mode == protocol::Mode::Kernel) refuse_core_if_unable(wants, why);
   }
   if (!why.empty()) record_.reason = why;

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "daemon/collect.h"
 #include "daemon/forward.h"
@@ -100,6 +101,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::array<std::byte, protocol::MARKER_SIZE> marker_buf_{};
   HandshakeFacts facts_;
   Policy policy_;
+  std::string rule_;           ///< the rule that chose policy_ ("" for the defaults)
+  std::string container_key_;  ///< container_key() of the crash's container ("host" outside any)
   bool quiet_ = false;  // the log limiter suppressed this session's lines (flood)
   std::optional<ReceiverLink> receiver_;  // forwarding: a receiver that accepted our request
   bool forwarded_peer_ = false;  // receiver side: the peer is a forwarder (accept_forwarded)
