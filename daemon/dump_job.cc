@@ -43,19 +43,22 @@ struct DrainResult {
   std::string error;  ///< why draining stopped before EOF
 };
 
-// Reads `fd` to EOF, handing each chunk to `sink`, which returns false to stop early. Each wait for
-// data is bounded by `idle`.
-template <typename Sink>
-DrainResult drain(int fd, std::chrono::milliseconds idle, Sink&& sink) {
-  std::vector<std::byte> buf(kReadChunk);
+// What one pull from the stream did: `n` as read(2) returns it (errno set when -1), or `stop`.
+struct Pulled {
+  ssize_t n = 0;
+  bool stop = false;  ///< the consumer refused the bytes (a malformed record stream)
+};
+
+// Pulls the core stream from `fd` to EOF; `pull()` moves the next bytes (read or splice). Each wait
+// for data is bounded by `idle`.
+template <typename Pull>
+DrainResult drain(int fd, std::chrono::milliseconds idle, Pull&& pull) {
   DrainResult r;
   while (true) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n > 0) {
-      if (!sink(std::span<const std::byte>(buf.data(), static_cast<std::size_t>(n)))) return r;
-      continue;
-    }
-    if (n == 0) {
+    const Pulled p = pull();
+    if (p.stop) return r;
+    if (p.n > 0) continue;
+    if (p.n == 0) {
       r.eof = true;
       return r;
     }
@@ -64,8 +67,8 @@ DrainResult drain(int fd, std::chrono::milliseconds idle, Sink&& sink) {
       r.error = std::string("reading the core stream: ") + std::strerror(errno);
       return r;
     }
-    pollfd p{fd, POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(idle.count()));
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, static_cast<int>(idle.count()));
     if (ready == 0) {
       r.error = "core stream stalled for " + std::to_string(idle.count()) + " ms";
       return r;
@@ -191,6 +194,16 @@ class DrainSink {
     }
   }
 
+  /// The core's ELF notes (at its head) are parsed: what follows need not pass through user space.
+  bool head_scanned() const { return scanner_.done(); }
+  /// Bytes the spool may still take (max_core_bytes); 0 after a spool error.
+  std::uint64_t room_left() const { return room(UINT64_MAX); }
+  /// `n` bytes went into the spool by splice.
+  void spliced(std::uint64_t n) {
+    d_.total += n;
+    d_.spooled += n;
+  }
+
   protocol::CoreFacts finish() {
     scanner_.finish();
     return scanner_.facts();
@@ -235,13 +248,17 @@ void apply_retention(ServerContext& ctx, const Config& config, const std::string
 }
 
 // The compress stage: follows the spool until its input is closed, then finalizes the dump.
+//
+// A forwarded dump is compressed only if the receiver did not take it all (it is then stored here):
+// until its fate is known at the end of the stream, it waits in the spool.
 void compress(const std::shared_ptr<InFlight>& dp) {
   lower_priority_once();
   InFlight& d = *dp;
-  apply_retention(d.ctx, *d.job.config, d.job.record.id);  // make room before the file grows
+  if (d.forwarding && d.spool) d.spool->wait_beyond(UINT64_MAX);  // returns once the input is closed
   std::string error = d.spool ? "" : "no spool";
   std::optional<CoreWriter> writer;
-  if (error.empty()) {
+  if (error.empty() && !d.forwarded) {
+    apply_retention(d.ctx, *d.job.config, d.job.record.id);  // make room before the file grows
     try {
       writer.emplace(d.ctx.store_dirfd, d.job.record.path,
                      CompressionOptions{d.job.policy.compression_level, d.job.config->compression.threads});
@@ -254,7 +271,7 @@ void compress(const std::shared_ptr<InFlight>& dp) {
   while (d.spool) {
     const std::uint64_t end = d.spool->wait_beyond(pos);
     if (end == pos) break;  // input closed, everything read
-    if (!error.empty()) {   // keep following so we finalize only after the drain
+    if (!error.empty() || !writer) {  // keep following so we finalize only after the drain
       pos = end;
       continue;
     }
@@ -289,7 +306,7 @@ void compress(const std::shared_ptr<InFlight>& dp) {
   writer.reset();
   d.spool.reset();
   finalize(d, stored, error);
-  apply_retention(d.ctx, *d.job.config, d.job.record.id);  // quotas, now counting this dump
+  if (!d.forwarded) apply_retention(d.ctx, *d.job.config, d.job.record.id);  // quotas, now counting this dump
 }
 
 void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_error) {
@@ -372,19 +389,18 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
   r.path = r.id + ".zst";
   d.indexed = save_record(ctx, r, false);
 
+  d.forwarding = static_cast<bool>(d.job.forward_socket);
   try {
     d.spool = std::make_unique<Spool>(ctx.store_dirfd);
   } catch (const StoreError& e) {
     d.spool_error = e.what();
   }
-  // The compressor starts now and follows the spool as it fills.
-  boost::asio::post(ctx.compressors, [dp] { compress(dp); });
+  // The compressor starts now and follows the spool as it fills (without a spool it only
+  // finalizes, after the drain).
+  if (d.spool) boost::asio::post(ctx.compressors, [dp] { compress(dp); });
 
   std::optional<Relay> relay;
-  if (d.job.forward_socket) {
-    relay.emplace(std::move(d.job.forward_socket), d.job.config->stream_idle_timeout);
-    d.forwarding = true;
-  }
+  if (d.forwarding) relay.emplace(std::move(d.job.forward_socket), d.job.config->stream_idle_timeout);
   DrainSink sink(d);
   d.records = d.job.negotiation.records == protocol::FlagOutcome::Granted;
   protocol::RecordDecoder decoder(d.job.negotiation.sparse == protocol::FlagOutcome::Granted);
@@ -392,14 +408,37 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
       [&](std::uint64_t, std::span<const std::byte> bytes) { sink.data(bytes); },
       [&](std::uint64_t, std::uint64_t len) { sink.zeros(len); },
   };
-  d.drained = drain(d.job.socket.get(), d.job.config->stream_idle_timeout, [&](std::span<const std::byte> chunk) {
-    if (relay) relay->send(chunk);  // the receiver acked the same stream format: bytes go verbatim
-    if (!d.records) {
-      sink.data(chunk);
-      return true;
+  // A plain core stream goes into the spool by splice once its notes are parsed; record streams,
+  // forwarded streams, the head and whatever lies past max_core_bytes are read.
+  const int fd = d.job.socket.get();
+  bool splicing = !d.records && !relay;
+  std::uint64_t spliced = 0;
+  std::vector<std::byte> buf(kReadChunk);
+  d.drained = drain(fd, d.job.config->stream_idle_timeout, [&]() -> Pulled {
+    if (splicing && sink.head_scanned()) {
+      if (const std::uint64_t room = sink.room_left(); room > 0) {
+        try {
+          const ssize_t n = d.spool->splice_from(fd, static_cast<std::size_t>(std::min<std::uint64_t>(room, kReadChunk)));
+          if (n > 0) {
+            sink.spliced(static_cast<std::uint64_t>(n));
+            spliced += static_cast<std::uint64_t>(n);
+          }
+          if (n >= 0 || errno != EINVAL) return {n};
+          splicing = false;  // this filesystem cannot splice: read below
+        } catch (const StoreError& e) {
+          d.spool_error = e.what();  // the rest is read and counted, not kept
+        }
+      }
     }
-    return decoder.feed(chunk, record_sink);  // a malformed stream stops the dump
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n <= 0) return {n};
+    const std::span<const std::byte> chunk(buf.data(), static_cast<std::size_t>(n));
+    if (relay) relay->send(chunk);  // the receiver acked the same stream format: bytes go verbatim
+    if (!d.records) sink.data(chunk);
+    else if (!decoder.feed(chunk, record_sink)) return {n, true};  // a malformed stream stops the dump
+    return {n};
   });
+  r.extra["spliced_bytes"] = spliced;
   r.extra["stream_us"] = us_since(d.started);
   d.core_facts = sink.finish();
   d.malformed = d.records && decoder.failed();
@@ -420,6 +459,7 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
   d.job.socket.reset();  // hang up: releases a WAIT-parked task
   r.extra["released_us"] = us_since(d.started);
   if (d.spool) d.spool->close_input();
+  else boost::asio::post(ctx.compressors, [dp] { compress(dp); });
 }
 
 }  // namespace coredumpd

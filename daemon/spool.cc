@@ -17,6 +17,7 @@ namespace {
 constexpr std::size_t kPage = 4096;
 // Shortest run of zero bytes left as a hole in the spool (16 pages).
 constexpr std::size_t kMinHole = 16 * kPage;
+constexpr int kPipeBytes = 1 << 20;  // splice_from()'s pipe
 
 // True if the 4 KiB at `p` are all zero. Word-wise: ~10+ GB/s, far below the socket's cost.
 bool zero_page(const std::byte* p) {
@@ -72,6 +73,36 @@ void Spool::append(std::span<const std::byte> bytes) {
   }
   if (bytes.size() > data_start) write_at(write_pos_ + data_start, bytes.data() + data_start, bytes.size() - data_start);
   write_pos_ += bytes.size();
+  publish();
+}
+
+ssize_t Spool::splice_from(int fd, std::size_t max) {
+  if (!pipe_read_) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) < 0) return -1;
+    pipe_read_.reset(p[0]);
+    pipe_write_.reset(p[1]);
+    // 1 MiB is the default pipe-max-size; without it (unprivileged) the pipe keeps its 64 KiB.
+    const int size = ::fcntl(pipe_write_.get(), F_SETPIPE_SZ, kPipeBytes);
+    pipe_bytes_ = size > 0 ? static_cast<std::size_t>(size) : 64 * 1024;
+  }
+  const ssize_t in = ::splice(fd, nullptr, pipe_write_.get(), nullptr, std::min(max, pipe_bytes_),
+                              SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+  if (in <= 0) return in;
+  // The pipe was empty, so it now holds exactly `in` bytes: move them all to the file.
+  loff_t off = static_cast<loff_t>(write_pos_);
+  for (std::size_t left = static_cast<std::size_t>(in); left > 0;) {
+    const ssize_t out = ::splice(pipe_read_.get(), nullptr, fd_.get(), &off, left, SPLICE_F_MOVE);
+    if (out < 0 && errno == EINTR) continue;
+    if (out <= 0) throw StoreError(std::string("write spool file: ") + std::strerror(out < 0 ? errno : EIO), out < 0 ? errno : EIO);
+    left -= static_cast<std::size_t>(out);
+  }
+  write_pos_ += static_cast<std::uint64_t>(in);
+  publish();
+  return in;
+}
+
+void Spool::publish() {
   std::lock_guard lock(mu_);
   end_ = write_pos_;
   cv_.notify_one();  // under the lock: the reader may destroy the Spool as soon as it wakes
@@ -82,9 +113,7 @@ void Spool::append_zeros(std::uint64_t len) {
   // The file must be as long as the core even if it ends in a hole.
   if (::ftruncate(fd_.get(), static_cast<off_t>(write_pos_)) < 0)
     throw StoreError(std::string("extend spool file: ") + std::strerror(errno), errno);
-  std::lock_guard lock(mu_);
-  end_ = write_pos_;
-  cv_.notify_one();  // under the lock: the reader may destroy the Spool as soon as it wakes
+  publish();
 }
 
 void Spool::close_input() {

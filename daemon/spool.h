@@ -1,15 +1,19 @@
 // The spool: a temporary, sparse file in the store that holds a core's raw bytes between the thread
 // draining the socket and the thread compressing it, so the kernel never waits on compression.
 //
-// The drain appends at socket speed (page cache); runs of zero pages become holes (no disk, no copy).
-// The compressor reads behind it and punches out what it has compressed, so the disk holds only
-// the lag between the two. Nothing lives on the heap but a buffer per side.
+// The drain moves the stream into the file with splice(2) (socket → pipe → page cache: no copy into
+// user space, so draining costs what a server that reads and discards pays; bench/), or, where it
+// must see the bytes (record streams, forwarding, the ELF notes at the head), appends what it read;
+// there runs of zero pages become holes. The compressor reads behind it and punches out what it
+// has compressed, so the disk holds only the lag between the two.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <span>
+
+#include <sys/types.h>
 
 #include "daemon/unique_fd.h"
 
@@ -25,6 +29,12 @@ class Spool {
   /// Appends `bytes`; runs of >= 16 page-aligned all-zero 4 KiB pages are skipped (left as
   /// holes). Throws StoreError (e.g. ENOSPC); the spool is then unusable for writing.
   void append(std::span<const std::byte> bytes);
+  /// Moves up to `max` bytes (> 0) from `fd`, a stream socket, to the end of the spool with
+  /// splice(2) through a pipe of 1 MiB; never blocks on `fd`. Returns the bytes moved, 0 at EOF,
+  /// or -1 with errno set: EAGAIN (no data yet), EINVAL (this filesystem or fd cannot splice; use
+  /// append()), others from the socket. Throws StoreError if writing the file fails (e.g. ENOSPC);
+  /// bytes already taken from `fd` are then lost and the spool is unusable for writing.
+  ssize_t splice_from(int fd, std::size_t max);
   /// Appends `len` zero bytes as a hole (a ZERO record, or zeros found by the drain).
   void append_zeros(std::uint64_t len);
   /// No more bytes will come. Wakes the reader.
@@ -47,8 +57,11 @@ class Spool {
 
  private:
   void write_at(std::uint64_t pos, const std::byte* p, std::size_t n);
+  void publish();
 
   UniqueFd fd_;
+  UniqueFd pipe_read_, pipe_write_;  // splice_from(): created on first use
+  std::size_t pipe_bytes_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::uint64_t end_ = 0;        // guarded by mu_; the writer's own copy is write_pos_

@@ -1,12 +1,17 @@
 // Unit tests of the spool between the drain and the compressor: bytes come back identical, long
-// zero runs become holes (no disk), short ones do not (no syscall per page).
+// zero runs become holes (no disk), short ones do not (no syscall per page), spliced streams keep
+// their order.
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -107,4 +112,66 @@ TEST_F(SpoolTest, AppendZerosExtendsWithAHole) {
   std::vector<std::byte> tail(kPage, std::byte{1});
   spool.read(spool.size() - kPage, tail);
   EXPECT_EQ(tail, std::vector<std::byte>(kPage, std::byte{0}));
+}
+
+// splice_from(): a head appended by the drain, then the rest of a socket stream spliced in pieces
+// no larger than asked; the spool holds the exact stream, EAGAIN when the socket is empty, 0 at EOF.
+TEST_F(SpoolTest, SpliceFromSocketKeepsTheStreamInOrder) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ASSERT_EQ(::fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+  const auto head = random_bytes(3000, 5);  // unaligned: spliced data lands at odd offsets
+  const auto body = random_bytes(3 * (1 << 20) + 4321, 6);
+
+  Spool spool(dirfd_);
+  spool.append(head);
+  errno = 0;
+  EXPECT_EQ(spool.splice_from(sv[0], 1 << 20), -1);
+  EXPECT_EQ(errno, EAGAIN) << "nothing sent yet";
+
+  std::thread sender([&] {
+    for (std::size_t pos = 0; pos < body.size();) {
+      const ssize_t n = ::write(sv[1], body.data() + pos, std::min<std::size_t>(body.size() - pos, 100'000));
+      if (n <= 0) break;
+      pos += static_cast<std::size_t>(n);
+    }
+    ::close(sv[1]);
+  });
+  std::uint64_t moved = 0;
+  while (true) {
+    const ssize_t n = spool.splice_from(sv[0], 65'536);
+    if (n == 0) break;
+    if (n < 0) {
+      ASSERT_EQ(errno, EAGAIN) << std::strerror(errno);
+      pollfd p{sv[0], POLLIN, 0};
+      ::poll(&p, 1, 1000);
+      continue;
+    }
+    EXPECT_LE(n, 65'536);
+    moved += static_cast<std::uint64_t>(n);
+  }
+  sender.join();
+  ::close(sv[0]);
+  spool.close_input();
+  EXPECT_EQ(moved, body.size());
+  ASSERT_EQ(spool.size(), head.size() + body.size());
+  auto expected = head;
+  expected.insert(expected.end(), body.begin(), body.end());
+  EXPECT_EQ(read_all(spool), expected);
+}
+
+// The reader wakes for spliced bytes as it does for appended ones.
+TEST_F(SpoolTest, SplicedBytesWakeTheReader) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  Spool spool(dirfd_);
+  std::uint64_t seen = 0;
+  std::thread reader([&] { seen = spool.wait_beyond(0); });
+  const auto bytes = random_bytes(5000, 7);
+  ASSERT_EQ(::write(sv[1], bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  EXPECT_EQ(spool.splice_from(sv[0], 1 << 20), static_cast<ssize_t>(bytes.size()));
+  reader.join();
+  EXPECT_EQ(seen, bytes.size());
+  ::close(sv[0]);
+  ::close(sv[1]);
 }
