@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
-#include <new>
 
 namespace coredumpd {
 
@@ -15,10 +14,10 @@ namespace {
 
 constexpr mode_t kCoreFileMode = 0640;
 constexpr int kZstdJobBytes = 2 << 20;  // ZSTD_c_jobSize for multithreaded compression (min 512 KiB)
-// Output block: written whole, at aligned offsets, so O_DIRECT accepts it (4096 covers every
-// logical block size up to 4 KiB).
+// Output blocks: written whole, at aligned offsets, so O_DIRECT accepts them; two may wait for the
+// disk while zstd fills a third.
 constexpr std::size_t kBlockBytes = 1 << 20;
-constexpr std::align_val_t kBlockAlign{4096};
+constexpr std::size_t kBlocksQueued = 2;
 
 [[noreturn]] void fail(const std::string& step, int err) {
   throw StoreError(step + ": " + std::strerror(err), err);
@@ -30,15 +29,10 @@ void check_zstd(std::size_t rc, const char* step) {
 
 }  // namespace
 
-void CoreWriter::AlignedFree::operator()(std::byte* p) const { ::operator delete[](p, kBlockAlign); }
-
 CoreWriter::CoreWriter(int store_dirfd, std::string name, const CompressionOptions& options)
-    : dirfd_(store_dirfd),
-      name_(std::move(name)),
-      block_(static_cast<std::byte*>(::operator new[](kBlockBytes, kBlockAlign))) {
+    : dirfd_(store_dirfd), name_(std::move(name)) {
   // O_DIRECT first; filesystems without it (tmpfs before Linux 6.6) refuse the open with EINVAL.
   fd_.reset(::openat(dirfd_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC | O_DIRECT, kCoreFileMode));
-  direct_ = static_cast<bool>(fd_);
   if (!fd_ && errno == EINVAL) fd_.reset(::openat(dirfd_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, kCoreFileMode));
   if (!fd_ && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
     partial_name_ = ".partial-" + name_;
@@ -47,6 +41,7 @@ CoreWriter::CoreWriter(int store_dirfd, std::string name, const CompressionOptio
   }
   if (!fd_) fail("create temporary core file", errno);
   if (::fchmod(fd_.get(), kCoreFileMode) < 0) fail("fchmod core file", errno);  // umask must not widen/narrow it
+  out_ = std::make_unique<BlockWriter>(fd_.get(), kBlockBytes, kBlocksQueued);
 
   cctx_ = ZSTD_createCCtx();
   if (!cctx_) throw StoreError("ZSTD_createCCtx failed", ENOMEM);
@@ -85,52 +80,26 @@ void CoreWriter::write_zeros(std::uint64_t len) {
 void CoreWriter::drain(ZSTD_EndDirective mode, std::span<const std::byte> data) {
   ZSTD_inBuffer in{data.data(), data.size(), 0};
   while (true) {
-    // zstd writes straight into the block; a full block goes to the file.
-    ZSTD_outBuffer out{block_.get() + block_fill_, kBlockBytes - block_fill_, 0};
+    // zstd writes straight into the block; a full block goes to the writer thread.
+    ZSTD_outBuffer out{out_->block() + block_fill_, kBlockBytes - block_fill_, 0};
     const std::size_t remaining = ZSTD_compressStream2(cctx_, &out, &in, mode);
     check_zstd(remaining, "zstd compress");
     block_fill_ += out.pos;
-    if (block_fill_ == kBlockBytes) flush_block();
+    bytes_out_ += out.pos;
+    if (block_fill_ == kBlockBytes) {
+      out_->submit(block_fill_);
+      block_fill_ = 0;
+    }
     const bool input_done = in.pos == in.size;
     if (mode == ZSTD_e_continue ? input_done : remaining == 0) return;
   }
 }
 
-void CoreWriter::flush_block() {
-  write_out(block_.get(), block_fill_);
-  block_fill_ = 0;
-}
-
-void CoreWriter::stop_direct_io() {
-  const int flags = ::fcntl(fd_.get(), F_GETFL);
-  if (flags < 0 || ::fcntl(fd_.get(), F_SETFL, flags & ~O_DIRECT) < 0) fail("clear O_DIRECT on core file", errno);
-  direct_ = false;
-}
-
-void CoreWriter::write_out(const std::byte* p, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd_.get(), p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      // A filesystem may accept O_DIRECT at open and still refuse a write (alignment it needs is
-      // larger than ours): carry on through the page cache.
-      if (errno == EINVAL && direct_) {
-        stop_direct_io();
-        continue;
-      }
-      fail("write core file", errno);
-    }
-    p += w;
-    n -= static_cast<std::size_t>(w);
-    bytes_out_ += static_cast<std::uint64_t>(w);
-  }
-}
-
 std::uint64_t CoreWriter::commit() {
   drain(ZSTD_e_end, {});
-  // The last, partial block cannot go out with O_DIRECT.
-  if (block_fill_ > 0 && direct_) stop_direct_io();
-  flush_block();
+  if (block_fill_ > 0) out_->submit(block_fill_);  // the last, partial block
+  block_fill_ = 0;
+  bytes_out_ = out_->finish();
   if (::fsync(fd_.get()) < 0) fail("fsync core file", errno);
   if (partial_name_.empty()) {
     // Link the anonymous file into the directory. AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the

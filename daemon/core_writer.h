@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/block_writer.h"
 #include "daemon/unique_fd.h"
 
 namespace coredumpd {
@@ -33,7 +34,8 @@ struct CompressionOptions {
 ///
 /// The data goes to an O_TMPFILE file in the store directory (a named `.partial-<name>` where the
 /// filesystem lacks O_TMPFILE), so a crash or kill leaves nothing that looks like a dump. It is
-/// written in 1 MiB blocks with O_DIRECT where the filesystem allows it (ext4, xfs; tmpfs since 6.6): a
+/// written in 1 MiB blocks, on a thread of its own (BlockWriter), with O_DIRECT where the filesystem
+/// allows it (ext4, xfs; tmpfs since 6.6): a
 /// core is written once and read rarely, and copying an incompressible core into fresh page-cache
 /// pages took more of the daemon's CPU than zstd did (perf, bench/README.md). commit() ends the zstd frame, fsyncs, links the file under its name and fsyncs the directory. Destroying
 /// an uncommitted writer discards the data. Files are created 0640, owned by the daemon's user.
@@ -57,28 +59,21 @@ class CoreWriter {
   std::uint64_t commit();
 
   std::uint64_t bytes_in() const { return bytes_in_; }    ///< uncompressed bytes so far
-  std::uint64_t bytes_out() const { return bytes_out_; }  ///< compressed bytes written so far
+  std::uint64_t bytes_out() const { return bytes_out_; }  ///< compressed bytes produced so far
   /// True while the file is written with O_DIRECT (false where the open or a write refused it,
   /// and once commit() wrote the last partial block through the page cache).
-  bool direct_io() const { return direct_; }
+  bool direct_io() const { return out_->direct_io(); }
 
  private:
   void drain(ZSTD_EndDirective mode, std::span<const std::byte> data);
-  void flush_block();
-  void write_out(const std::byte* p, std::size_t n);
-  void stop_direct_io();
 
   int dirfd_;
   std::string name_;
   std::string partial_name_;  // non-empty when O_TMPFILE was unavailable
   UniqueFd fd_;
-  bool direct_ = false;  // fd_ has O_DIRECT: whole aligned blocks only
+  std::unique_ptr<BlockWriter> out_;  // writes fd_ on its own thread; declared after fd_: goes first
+  std::size_t block_fill_ = 0;        // bytes zstd put in out_->block()
   ZSTD_CCtx* cctx_ = nullptr;
-  struct AlignedFree {
-    void operator()(std::byte* p) const;
-  };
-  std::unique_ptr<std::byte[], AlignedFree> block_;  // compressed output waiting for a whole block
-  std::size_t block_fill_ = 0;
   std::uint64_t bytes_in_ = 0;
   std::uint64_t bytes_out_ = 0;
   bool committed_ = false;

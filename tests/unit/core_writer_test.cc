@@ -2,6 +2,7 @@
 // written with O_DIRECT or through the page cache, whole blocks or not; nothing is
 // left under the name before commit().
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include <linux/magic.h>
 #include <zstd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -137,4 +140,30 @@ TEST(CoreWriterTest, DestroyedBeforeCommitLeavesNothing) {
     writer.write(core);
   }
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+// A full filesystem: the writer thread's ENOSPC reaches the compressor as a StoreError (at a later
+// write or at commit), and nothing appears under the name. Needs root (mounts a 2 MiB tmpfs).
+TEST(CoreWriterTest, FullFilesystemFailsWithEnospcAndLeavesNothing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs";
+  TempDir dir("/var/tmp");
+  ASSERT_GE(dir.fd(), 0);
+  ASSERT_EQ(::mount("tmpfs", dir.path().c_str(), "tmpfs", 0, "size=2m"), 0) << std::strerror(errno);
+  const int fd = ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::mt19937_64 gen(11);
+  std::vector<std::byte> noise(8 << 20);  // incompressible: 8 MiB stored, 2 MiB of room
+  for (auto& b : noise) b = static_cast<std::byte>(gen());
+  int error_number = -1;
+  try {
+    CoreWriter writer(fd, "big.zst", CompressionOptions{3, 2});
+    writer.write(noise);
+    writer.commit();
+  } catch (const StoreError& e) {
+    error_number = e.error_number;
+  }
+  EXPECT_EQ(error_number, ENOSPC);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/big.zst"));
+  ::close(fd);
+  EXPECT_EQ(::umount2(dir.path().c_str(), MNT_DETACH), 0);
 }

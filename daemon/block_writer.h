@@ -1,0 +1,70 @@
+// Writing a file in whole, aligned blocks on a thread of its own: O_DIRECT writes are synchronous,
+// so without it the compressor would stop compressing for every block the disk takes.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace coredumpd {
+
+/// Appends blocks to `fd` (opened by the caller, possibly O_DIRECT) from a writer thread, at most
+/// `depth` blocks queued. Blocks are `block_bytes` (a multiple of 4096) and 4096-aligned, so
+/// every write but the last is O_DIRECT-friendly. Used by one thread (the compressor).
+class BlockWriter {
+ public:
+  /// Throws std::bad_alloc, std::system_error (thread creation).
+  BlockWriter(int fd, std::size_t block_bytes, std::size_t depth);
+  /// Waits for queued writes and stops the thread; errors are dropped (call finish() to see them).
+  ~BlockWriter();
+  BlockWriter(const BlockWriter&) = delete;
+  BlockWriter& operator=(const BlockWriter&) = delete;
+
+  /// The block to fill: block_bytes() bytes. Valid until the next submit().
+  std::byte* block() const { return current_; }
+  std::size_t block_bytes() const { return block_bytes_; }
+
+  /// Queues the first `n` bytes of block() (a whole block, or the last one: then, if the fd has
+  /// O_DIRECT, the writer clears it for this unaligned tail) and hands out a free block, waiting
+  /// while `depth` blocks are queued. Throws StoreError (core_writer.h) if an earlier write failed.
+  void submit(std::size_t n);
+  /// Waits until every queued block is written. Returns the bytes written in all. Throws
+  /// StoreError naming the first failure (e.g. ENOSPC).
+  std::uint64_t finish();
+  /// The fd still has O_DIRECT (false once a write refused it, EINVAL, and the writer went on
+  /// through the page cache, or after the unaligned tail).
+  bool direct_io() const;
+
+ private:
+  struct Job {
+    std::byte* data;
+    std::size_t n;
+  };
+  void run();
+  void write_all(const std::byte* p, std::size_t n);  // writer thread
+  void throw_if_failed() const;                        // under mu_
+
+  const int fd_;
+  const std::size_t block_bytes_;
+  const std::size_t depth_;
+  std::vector<std::byte*> blocks_;  // all of them, freed in the destructor
+  std::byte* current_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;            // guarded by mu_
+  std::vector<std::byte*> free_;     // guarded by mu_
+  bool writing_ = false;             // guarded by mu_: the thread holds a job
+  bool stop_ = false;                // guarded by mu_
+  std::string error_;                // guarded by mu_: first failure
+  int error_number_ = 0;             // guarded by mu_
+  std::uint64_t written_ = 0;        // guarded by mu_
+  bool direct_;                      // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace coredumpd
