@@ -33,6 +33,8 @@ using Clock = std::chrono::steady_clock;
 
 // Large reads keep the syscall count low at the kernel's ~2 GB/s emit rate (spec Appendix A).
 constexpr std::size_t kReadChunk = 1 << 20;
+// Spliced bytes between two chunks read to look for zero runs (see run_dump_job).
+constexpr std::uint64_t kSpliceProbe = 16 << 20;
 
 std::int64_t us_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
@@ -163,16 +165,19 @@ class DrainSink {
  public:
   explicit DrainSink(InFlight& d) : d_(d), limit_(d.job.policy.max_core_bytes.value_or(UINT64_MAX)) {}
 
-  void data(std::span<const std::byte> bytes) {
+  // Returns the bytes the spool left as holes (long zero runs).
+  std::size_t data(std::span<const std::byte> bytes) {
     if (!scanner_.done()) scanner_.feed(bytes);
     d_.total += bytes.size();
     const auto n = room(bytes.size());
-    if (n == 0) return;
+    if (n == 0) return 0;
     try {
-      d_.spool->append(bytes.first(static_cast<std::size_t>(n)));
+      const std::size_t holes = d_.spool->append(bytes.first(static_cast<std::size_t>(n)));
       d_.spooled += n;
+      return holes;
     } catch (const StoreError& e) {
       d_.spool_error = e.what();
+      return 0;
     }
   }
 
@@ -409,19 +414,31 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
       [&](std::uint64_t, std::uint64_t len) { sink.zeros(len); },
   };
   // A plain core stream goes into the spool by splice once its notes are parsed; record streams,
-  // forwarded streams, the head and whatever lies past max_core_bytes are read.
+  // forwarded streams, the head and whatever lies past max_core_bytes are read. Every
+  // kSpliceProbe bytes a chunk is read instead, to look at it: while read chunks are mostly long
+  // zero runs (untouched memory the kernel sends as literal zeros) reading goes on, because then
+  // the spool leaves holes where splice would fill the page cache with zeros. A plain core is read
+  // in whole chunks (reads return what the socket holds, often a few pages) so that zero runs
+  // spanning reads become holes too.
   const int fd = d.job.socket.get();
   bool splicing = !d.records && !relay;
-  std::uint64_t spliced = 0;
+  std::uint64_t spliced = 0, since_probe = 0;
   std::vector<std::byte> buf(kReadChunk);
+  std::size_t held = 0;  // plain core bytes read into buf, not yet handed to the sink
+  auto hand_on = [&] {
+    if (held == 0) return;
+    if (sink.data(std::span(buf.data(), held)) * 2 < held) since_probe = 0;  // mostly data: splice again
+    held = 0;
+  };
   d.drained = drain(fd, d.job.config->stream_idle_timeout, [&]() -> Pulled {
-    if (splicing && sink.head_scanned()) {
+    if (splicing && held == 0 && sink.head_scanned() && since_probe < kSpliceProbe) {
       if (const std::uint64_t room = sink.room_left(); room > 0) {
         try {
           const ssize_t n = d.spool->splice_from(fd, static_cast<std::size_t>(std::min<std::uint64_t>(room, kReadChunk)));
           if (n > 0) {
             sink.spliced(static_cast<std::uint64_t>(n));
             spliced += static_cast<std::uint64_t>(n);
+            since_probe += static_cast<std::uint64_t>(n);
           }
           if (n >= 0 || errno != EINVAL) return {n};
           splicing = false;  // this filesystem cannot splice: read below
@@ -430,14 +447,22 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
         }
       }
     }
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n <= 0) return {n};
-    const std::span<const std::byte> chunk(buf.data(), static_cast<std::size_t>(n));
+    const ssize_t n = ::read(fd, buf.data() + held, buf.size() - held);
+    if (n <= 0) {
+      if (n == 0 || errno != EAGAIN) hand_on();
+      return {n};
+    }
+    const std::span<const std::byte> chunk(buf.data() + held, static_cast<std::size_t>(n));
     if (relay) relay->send(chunk);  // the receiver acked the same stream format: bytes go verbatim
-    if (!d.records) sink.data(chunk);
-    else if (!decoder.feed(chunk, record_sink)) return {n, true};  // a malformed stream stops the dump
+    if (d.records) {
+      if (!decoder.feed(chunk, record_sink)) return {n, true};  // a malformed stream stops the dump
+      return {n};
+    }
+    held += chunk.size();
+    if (held == buf.size()) hand_on();
     return {n};
   });
+  hand_on();  // what was read before a stall or an error
   r.extra["spliced_bytes"] = spliced;
   r.extra["stream_us"] = us_since(d.started);
   d.core_facts = sink.finish();

@@ -50,12 +50,12 @@ void Spool::write_at(std::uint64_t pos, const std::byte* p, std::size_t n) {
   }
 }
 
-void Spool::append(std::span<const std::byte> bytes) {
+std::size_t Spool::append(std::span<const std::byte> bytes) {
   // Runs of at least kMinHole zero pages (aligned in the core) are skipped, left as holes; the bytes
   // between them go out with one pwrite each. Shorter zero runs are written like data: a hole per
   // isolated zero page would cost a syscall per 4 KiB (a heap of alternating pages drained at half
   // speed), and a few zero pages cost no more to write than any other page.
-  std::size_t i = 0, data_start = 0;
+  std::size_t i = 0, data_start = 0, holes = 0;
   while (i < bytes.size()) {
     const std::uint64_t abs = write_pos_ + i;
     const bool aligned_page = abs % kPage == 0 && bytes.size() - i >= kPage;
@@ -68,12 +68,14 @@ void Spool::append(std::span<const std::byte> bytes) {
     if (j - i >= kMinHole) {
       if (i > data_start) write_at(write_pos_ + data_start, bytes.data() + data_start, i - data_start);
       data_start = j;
+      holes += j - i;
     }
     i = j;
   }
   if (bytes.size() > data_start) write_at(write_pos_ + data_start, bytes.data() + data_start, bytes.size() - data_start);
   write_pos_ += bytes.size();
   publish();
+  return holes;
 }
 
 ssize_t Spool::splice_from(int fd, std::size_t max) {

@@ -27,8 +27,9 @@ class Spool {
 
   // ---- drain side ----
   /// Appends `bytes`; runs of >= 16 page-aligned all-zero 4 KiB pages are skipped (left as
-  /// holes). Throws StoreError (e.g. ENOSPC); the spool is then unusable for writing.
-  void append(std::span<const std::byte> bytes);
+  /// holes). Returns the bytes left as holes. Throws StoreError (e.g. ENOSPC); the spool is then
+  /// unusable for writing.
+  std::size_t append(std::span<const std::byte> bytes);
   /// Moves up to `max` bytes (> 0) from `fd`, a stream socket, to the end of the spool with
   /// splice(2) through a pipe of 1 MiB; never blocks on `fd`. Returns the bytes moved, 0 at EOF,
   /// or -1 with errno set: EAGAIN (no data yet), EINVAL (this filesystem or fd cannot splice; use
