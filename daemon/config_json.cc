@@ -59,11 +59,17 @@ json retention_to_json(const RetentionLimits& r) {
   };
 }
 
+json rate_limit_to_json(const std::optional<RateLimit>& r) {
+  if (!r) return nullptr;
+  return {{"burst", r->burst}, {"interval_s", r->interval.count()}};
+}
+
 }  // namespace
 
 json policy_to_json(const Policy& p) {
   return {
       {"action", action_name(p.action)},
+      {"forward_socket", p.forward_socket},
       {"close_files", p.close_files},
       {"records", p.records},
       {"sparse", p.sparse},
@@ -74,6 +80,8 @@ json policy_to_json(const Policy& p) {
       {"compression_level", p.compression_level},
       {"max_core_bytes", optional_json(p.max_core_bytes)},
       {"over_size", p.truncate_over_size ? "truncate" : "reject"},
+      {"rate_limit", rate_limit_to_json(p.rate_limit)},
+      {"max_use", optional_json(p.max_use)},
   };
 }
 
@@ -99,6 +107,7 @@ json config_to_json(const Config& c) {
       {"compression", {{"level", c.compression.level}, {"threads", c.compression.threads}}},
       {"close_files_bit", c.close_files_bit},
       {"collector_budget_ms", c.collector_budget.count()},
+      {"accept_forwarded", c.accept_forwarded},
       {"testing", {{"collector_delay_ms", c.test_collector_delay.count()}}},
       {"retention", retention_to_json(c.retention)},
       {"defaults", policy_to_json(c.defaults)},
