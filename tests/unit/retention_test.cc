@@ -389,13 +389,61 @@ TEST_F(RetentionTest, KeepIdIsNeverRemovedEvenAloneOverTheLimit) {
   ASSERT_TRUE(index_->get(make_id(1)));
   EXPECT_TRUE(holds_core(*index_->get(make_id(1))));
 
-  // With other dumps around, the protected one is skipped and the rest go.
-  add_sized(2, 1000, 5s, 10 * KiB);
-  add_sized(3, 1000, 4s, 10 * KiB);
+  // With other dumps around, the protected one is skipped and the older ones go; those that
+  // crashed after it are not removed to make room for it (see the next test).
+  add_sized(2, 1000, 20s, 10 * KiB);
+  add_sized(3, 1000, 15s, 10 * KiB);
+  add_sized(4, 1000, 5s, 10 * KiB);
   l.max_age.reset();
   r = run_vacuum(l, make_id(1));
   EXPECT_EQ(removed_ids(r), (std::vector<std::string>{make_id(2), make_id(3)}));
   EXPECT_TRUE(has_file(1));
+  EXPECT_TRUE(has_file(4));
+}
+
+// A dump that crashed first can finish storing last (a big core streams and compresses longer).
+// Its vacuum (keep_id = it) must not evict the cores of later crashes to make room for it, and
+// must not evict it either: the limit stays unmet (and says so) until the next vacuum, which
+// takes the oldest first — the late finisher.
+TEST_F(RetentionTest, OlderDumpFinishingLastDoesNotEvictNewerCores) {
+  for (const bool per_rule : {true, false}) {
+    SCOPED_TRACE(per_rule ? "rule quota" : "max_use");
+    const int base = per_rule ? 10 : 20;
+    const std::string rule = per_rule ? "web" : "";
+    RetentionLimits l;
+    if (per_rule) l.max_use_per_rule_bytes[rule] = 150 * KiB;
+    else l.max_use_bytes = 150 * KiB;
+
+    // A crashes first and is still streaming when B, which crashed after it, is stored.
+    const DumpRecord a = add(base + 1, 1000, 60s, random_bytes(100 * KiB, 1), rule, DumpState::InProgress);
+    add(base + 2, 1000, 30s, random_bytes(100 * KiB, 2), rule);
+    VacuumResult r = run_vacuum(l, make_id(base + 2));
+    EXPECT_TRUE(r.removed.empty()) << "A is in progress: it holds no core yet";
+
+    // A finishes: its row becomes complete, then the daemon vacuums with keep_id = A.
+    DumpRecord done = *index_->get(a.id);
+    done.state = DumpState::Complete;
+    done.stored_size = static_cast<std::uint64_t>(fs::file_size(store_ + "/" + done.path));
+    index_->update(done);
+    r = run_vacuum(l, a.id);
+    EXPECT_EQ(removed_ids(r), std::vector<std::string>{}) << "B crashed after A: it must not make room for A";
+    EXPECT_TRUE(has_file(base + 1)) << "keep_id is never removed";
+    EXPECT_TRUE(has_file(base + 2));
+    EXPECT_EQ(r.unmet.size(), 1U);
+
+    // The next dump C (the newest) is stored: now the oldest goes first, and that is A.
+    add(base + 3, 1000, 1s, random_bytes(10 * KiB, 3), rule);
+    r = run_vacuum(l, make_id(base + 3));
+    EXPECT_EQ(removed_ids(r), std::vector<std::string>{a.id});
+    EXPECT_TRUE(has_file(base + 2));
+    EXPECT_TRUE(has_file(base + 3));
+    EXPECT_TRUE(r.unmet.empty());
+
+    // Clean up for the other limit: vacuum without a protected dump removes everything left.
+    RetentionLimits all;
+    all.max_use_bytes = 0;
+    run_vacuum(all);
+  }
 }
 
 TEST_F(RetentionTest, MaxAgeDeletesOldRowsEntirely) {
