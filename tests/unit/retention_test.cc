@@ -25,6 +25,7 @@
 
 #include "cli/dumpctl.h"
 #include "daemon/store/index.h"
+#include "tests/unit/store_test_files.h"
 
 namespace coredumpd {
 namespace {
@@ -36,22 +37,10 @@ using Clock = std::chrono::system_clock;
 constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
 
-std::string make_id(int n) {
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%08x%024x", 0xC0DEu, n);
-  return buf;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const std::string& path, const std::string& data) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
-}
+using unit::make_id;
+using unit::read_file;
+using unit::write_file;
+using unit::zstd_compress;
 
 /// Random bytes: zstd cannot shrink them, so a compressed core is about as big as its input.
 std::string random_bytes(std::size_t n, unsigned seed) {
@@ -59,19 +48,6 @@ std::string random_bytes(std::size_t n, unsigned seed) {
   std::string s(n, '\0');
   for (auto& c : s) c = static_cast<char>(rng() & 0xFFU);
   return s;
-}
-
-/// One zstd frame with a content checksum, as the daemon writes (ZSTD_c_checksumFlag).
-std::string zstd_compress(const std::string& data) {
-  ZSTD_CCtx* cctx = ZSTD_createCCtx();
-  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 1);
-  ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-  std::string out(ZSTD_compressBound(data.size()), '\0');
-  const std::size_t got = ZSTD_compress2(cctx, out.data(), out.size(), data.data(), data.size());
-  EXPECT_EQ(ZSTD_isError(got), 0U);
-  out.resize(got);
-  ZSTD_freeCCtx(cctx);
-  return out;
 }
 
 bool exists_nofollow(const std::string& path) {
