@@ -220,6 +220,13 @@ TEST_F(NspawnForward, SocketActivatedReceiverGetsTheDumpAndAMissingSocketFallsBa
   EXPECT_EQ(host->comm, "crasher");
   EXPECT_EQ(host->extra["rule"], "nspawn");
   EXPECT_EQ(host->extra["container"]["runtime"], "systemd-nspawn");
+  EXPECT_EQ(host->extra["container"]["key"], "nspawn:" + name_);
+  // Both views of the pid: the host's, and the one in the machine's pid namespace.
+  ASSERT_TRUE(host->extra["container"]["ns_pid"].is_number_integer()) << host->extra["container"].dump();
+  EXPECT_NE(host->extra["container"]["ns_pid"].get<std::int64_t>(), host->pid);
+  EXPECT_EQ(host->extra["container"]["ns_uid"], host->uid) << "no user namespace: the same uid";
+  EXPECT_EQ(inner->crashing_tid_ns, host->extra["container"]["ns_pid"].get<std::int64_t>())
+      << "the core's NT_PRSTATUS pid, in the machine's pid namespace";
   EXPECT_EQ(host->extra["forward"]["outcome"], "delivered");
   EXPECT_EQ(host->core_size, inner->core_size);
   EXPECT_TRUE(host->path.empty()) << "a delivered dump keeps no core on the host";
