@@ -116,6 +116,27 @@ TEST_F(ConfigFiles, ADropInErrorNamesTheDropInItsKeyAndTheReason) {
   EXPECT_EQ(error_of(main_), main_ + ": dump_workers: value 0 out of range [1, 256]");
 }
 
+// Quota conflicts exist only in the merged configuration (each file alone is fine): the error names
+// the file that holds the rule at fault and the rule's index in that file, not in the merged list.
+TEST_F(ConfigFiles, AQuotaConflictAcrossFilesNamesTheFileAndItsRule) {
+  write("coredumpd.json", R"({"retention": {"max_use_per_rule": {"web": 1000}},
+    "rules": [{"name": "a", "match": {"comm": "a"}}]})");
+  write("conf.d/10-web.json", R"({"rules": [{"name": "b", "match": {"comm": "b"}},
+    {"name": "web", "match": {"comm": "w"}, "max_use": 2000}]})");
+  EXPECT_EQ(error_of(main_), dir_ + "/conf.d/10-web.json: rules[1].max_use: conflicts with "
+                                    "retention.max_use_per_rule[\"web\"] (1000 bytes); set the quota in one place");
+
+  write("coredumpd.json", R"({"rules": [{"name": "a", "match": {"comm": "a"}}]})");
+  write("conf.d/10-web.json", R"({"rules": [{"name": "web", "match": {"comm": "w"}, "max_use": 1000}]})");
+  write("conf.d/20-web.json", R"({"rules": [{"name": "web", "match": {"comm": "v"}, "max_use": 3000}]})");
+  EXPECT_EQ(error_of(main_), dir_ + "/conf.d/20-web.json: rules[0].max_use: conflicts with " + dir_ +
+                                 "/conf.d/10-web.json: rules[0].max_use (rules of one name share one quota)");
+
+  write("conf.d/20-web.json", R"({"rules": [{"name": "web", "match": {"comm": "v"}, "max_use": 1000}]})");
+  const LoadedConfig ok = load_config(main_, Config{});
+  EXPECT_EQ(effective_retention(ok.config).max_use_per_rule_bytes.at("web"), 1000u) << "the same quota twice is fine";
+}
+
 TEST_F(ConfigFiles, AMainPathThatIsADirectoryIsAnError) {
   fs::create_directories(main_);
   EXPECT_NE(error_of(main_).find(main_ + ": cannot be read"), std::string::npos) << error_of(main_);
