@@ -43,10 +43,19 @@ json match_to_json(const Match& m) {
   return j;
 }
 
+// A percentage as parse_percent() reads it: fixed notation (never "1e-05"), with the 9 decimals it
+// keeps at most, trailing zeros dropped; it reads back as the same double.
+std::string percent_text(double p) {
+  std::string s = fmt::format("{:.9f}", p);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (s.back() == '.') s.pop_back();
+  return s + "%";
+}
+
 json retention_to_json(const RetentionLimits& r) {
   // A file sets one or the other ("keep_free" is a size or a percentage).
   json keep_free = nullptr;
-  if (r.keep_free_percent) keep_free = fmt::format("{}%", *r.keep_free_percent);
+  if (r.keep_free_percent) keep_free = percent_text(*r.keep_free_percent);
   else if (r.keep_free_bytes) keep_free = *r.keep_free_bytes;
   json per_rule = json::object();
   for (const auto& [rule, bytes] : r.max_use_per_rule_bytes) per_rule[rule] = bytes;

@@ -212,4 +212,19 @@ TEST(ConfigJson, EffectiveConfigurationRoundTrips) {
   EXPECT_EQ(effective_retention(back).max_use_per_rule_bytes, effective_retention(c).max_use_per_rule_bytes);
 }
 
+// keep_free percentages are printed as a file would say them, never in exponent notation (which
+// the parser refuses): each loads back to the same value.
+TEST(ConfigJson, KeepFreePercentagesLoadBack) {
+  for (const char* percent : {"0.00001%", "0.000000001%", "12.5%", "99.999999999%", "50%", "3.14159%"}) {
+    SCOPED_TRACE(percent);
+    const Config c = apply_config_json("test.json", std::string(R"({"retention": {"keep_free": ")") + percent + R"("}})",
+                                       Config{});
+    const nlohmann::json j = config_to_json(c);
+    Config back;
+    ASSERT_NO_THROW(back = apply_config("check.json", j, Config{})) << j["retention"]["keep_free"];
+    EXPECT_EQ(back.retention.keep_free_percent, c.retention.keep_free_percent);
+    EXPECT_EQ(config_to_json(back), j);
+  }
+}
+
 }  // namespace
