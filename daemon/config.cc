@@ -195,20 +195,32 @@ Match parse_match(const std::string& origin, const std::string& prefix, const js
 
 // A rule's "max_use" and retention.max_use_per_rule may both name it only with the same size, and
 // two rules of the same name may not ask for different quotas (they share one group).
-void check_quotas(const std::string& origin, const Config& c) {
-  std::map<std::string, std::pair<std::uint64_t, std::string>> seen;  // rule -> (bytes, where)
-  const auto check = [&](const std::string& rule, std::uint64_t bytes, const std::string& where) {
+// Rules are named by their own file and index when `sources` says where each was written.
+void check_quotas(const std::string& origin, const Config& c, const std::vector<RuleSource>& sources) {
+  struct Seen {
+    std::uint64_t bytes;
+    std::string file, key;
+  };
+  std::map<std::string, Seen> seen;  // rule name -> its first quota
+  const auto check = [&](const std::string& rule, std::uint64_t bytes, const std::string& file, const std::string& key) {
     const auto it = c.retention.max_use_per_rule_bytes.find(rule);
     if (it != c.retention.max_use_per_rule_bytes.end() && it->second != bytes)
-      error(origin, where, "conflicts with retention.max_use_per_rule[\"" + rule + "\"] (" + std::to_string(it->second) +
-                               " bytes); set the quota in one place");
-    const auto [prev, fresh] = seen.try_emplace(rule, bytes, where);
-    if (!fresh && prev->second.first != bytes)
-      error(origin, where, "conflicts with " + prev->second.second + " (rules of one name share one quota)");
+      error(file, key, "conflicts with retention.max_use_per_rule[\"" + rule + "\"] (" + std::to_string(it->second) +
+                           " bytes); set the quota in one place");
+    const auto [prev, fresh] = seen.try_emplace(rule, Seen{bytes, file, key});
+    if (!fresh && prev->second.bytes != bytes) {
+      const std::string other = prev->second.file == file ? prev->second.key : prev->second.file + ": " + prev->second.key;
+      error(file, key, "conflicts with " + other + " (rules of one name share one quota)");
+    }
   };
-  if (c.defaults.max_use) check("", *c.defaults.max_use, "defaults.max_use");
-  for (std::size_t i = 0; i < c.rules.size(); ++i)
-    if (c.rules[i].policy.max_use) check(c.rules[i].name, *c.rules[i].policy.max_use, "rules[" + std::to_string(i) + "].max_use");
+  if (c.defaults.max_use) check("", *c.defaults.max_use, origin, "defaults.max_use");
+  for (std::size_t i = 0; i < c.rules.size(); ++i) {
+    if (!c.rules[i].policy.max_use) continue;
+    const bool known = i < sources.size() && sources.size() == c.rules.size();
+    const std::string file = known ? sources[i].file : origin;
+    const std::size_t index = known ? sources[i].index : i;
+    check(c.rules[i].name, *c.rules[i].policy.max_use, file, "rules[" + std::to_string(index) + "].max_use");
+  }
 }
 
 }  // namespace
@@ -241,7 +253,7 @@ Config apply_config_json(const std::string& origin, const std::string& text, Con
   return apply_config(origin, parse_config_text(origin, text), std::move(base));
 }
 
-Config apply_config(const std::string& origin, const json& doc, Config c) {
+Config apply_config(const std::string& origin, const json& doc, Config c, const std::vector<RuleSource>& rule_sources) {
   if (!doc.is_object()) error(origin, "(top level)", "expected a JSON object");
   const json* pending_rules = nullptr;
   for (const auto& [key, v] : doc.items()) {
@@ -328,7 +340,7 @@ Config apply_config(const std::string& origin, const json& doc, Config c) {
       c.rules.push_back(std::move(rule));
     }
   }
-  check_quotas(origin, c);
+  check_quotas(origin, c, rule_sources);
   return c;
 }
 

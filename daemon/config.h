@@ -90,11 +90,21 @@ Config apply_config_json(const std::string& origin, const std::string& text, Con
 /// "<origin>: (syntax): <reason>".
 nlohmann::json parse_config_text(const std::string& origin, const std::string& text);
 
+/// Where a rule of a merged document was written: its file and its index in that file's "rules".
+struct RuleSource {
+  std::string file;
+  std::size_t index = 0;
+};
+
 /// Applies an already parsed document (named `origin` in errors) over `base`. Every key present
 /// replaces the base's setting, except that the keys of "compression", "testing", "retention" and
 /// "defaults" are applied one by one over the base's; "rules", when present, replaces the base's
-/// rules, each rule starting from the resulting "defaults". Throws ConfigError.
-Config apply_config(const std::string& origin, const nlohmann::json& doc, Config base);
+/// rules, each rule starting from the resulting "defaults". `rule_sources`, for a document merged
+/// from several files (one entry per rule), makes the errors only the merged document can have
+/// (quota conflicts between rules of different files) name the rule's own file and index. Throws
+/// ConfigError.
+Config apply_config(const std::string& origin, const nlohmann::json& doc, Config base,
+                    const std::vector<RuleSource>& rule_sources = {});
 
 /// The memory type names of "memory_types" with their COREDUMP_MEMORY_* bits, in bit order.
 const std::vector<std::pair<std::string, std::uint64_t>>& memory_type_names();

@@ -76,14 +76,18 @@ LoadedConfig load_config(const std::string& main_path, Config base) {
   for (auto& d : config_dropins(main_path)) out.sources.push_back(std::move(d));
 
   json merged = json::object();
+  std::vector<RuleSource> rule_sources;  // the file and index of each merged rule
   for (const auto& path : out.sources) {
     const json doc = parse_config_text(path, read_whole(path));
     // Checked alone first, so that an error names this file and a rule index within it.
     (void)apply_config(path, doc, Config{});
+    if (const auto rules = doc.find("rules"); rules != doc.end()) {
+      for (std::size_t i = 0; i < rules->size(); ++i) rule_sources.push_back({path, i});
+    }
     merge_config_json(merged, doc);
   }
   const std::string origin = out.sources.size() == 1 ? out.sources[0] : main_path + " and its drop-ins";
-  out.config = out.sources.empty() ? std::move(base) : apply_config(origin, merged, std::move(base));
+  out.config = out.sources.empty() ? std::move(base) : apply_config(origin, merged, std::move(base), rule_sources);
   return out;
 }
 

@@ -11,7 +11,9 @@
 // Rules start from the merged "defaults", wherever each was written.
 //
 // Every file is first checked on its own, so an error names the file it is in (a drop-in's own
-// path), the key and the reason, and rule indexes count within that file.
+// path), the key and the reason, and rule indexes count within that file. The merged result can
+// only add quota conflicts between files (two rules of one name, or a rule and
+// retention.max_use_per_rule, with different sizes); they too name the rule's file and index.
 #pragma once
 
 #include <string>

@@ -43,10 +43,19 @@ json match_to_json(const Match& m) {
   return j;
 }
 
+// A percentage as parse_percent() reads it: fixed notation (never "1e-05"), with the 9 decimals it
+// keeps at most, trailing zeros dropped; it reads back as the same double.
+std::string percent_text(double p) {
+  std::string s = fmt::format("{:.9f}", p);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (s.back() == '.') s.pop_back();
+  return s + "%";
+}
+
 json retention_to_json(const RetentionLimits& r) {
   // A file sets one or the other ("keep_free" is a size or a percentage).
   json keep_free = nullptr;
-  if (r.keep_free_percent) keep_free = fmt::format("{}%", *r.keep_free_percent);
+  if (r.keep_free_percent) keep_free = percent_text(*r.keep_free_percent);
   else if (r.keep_free_bytes) keep_free = *r.keep_free_bytes;
   json per_rule = json::object();
   for (const auto& [rule, bytes] : r.max_use_per_rule_bytes) per_rule[rule] = bytes;
@@ -59,11 +68,17 @@ json retention_to_json(const RetentionLimits& r) {
   };
 }
 
+json rate_limit_to_json(const std::optional<RateLimit>& r) {
+  if (!r) return nullptr;
+  return {{"burst", r->burst}, {"interval_s", r->interval.count()}};
+}
+
 }  // namespace
 
 json policy_to_json(const Policy& p) {
   return {
       {"action", action_name(p.action)},
+      {"forward_socket", p.forward_socket},
       {"close_files", p.close_files},
       {"records", p.records},
       {"sparse", p.sparse},
@@ -74,6 +89,8 @@ json policy_to_json(const Policy& p) {
       {"compression_level", p.compression_level},
       {"max_core_bytes", optional_json(p.max_core_bytes)},
       {"over_size", p.truncate_over_size ? "truncate" : "reject"},
+      {"rate_limit", rate_limit_to_json(p.rate_limit)},
+      {"max_use", optional_json(p.max_use)},
   };
 }
 
@@ -99,6 +116,7 @@ json config_to_json(const Config& c) {
       {"compression", {{"level", c.compression.level}, {"threads", c.compression.threads}}},
       {"close_files_bit", c.close_files_bit},
       {"collector_budget_ms", c.collector_budget.count()},
+      {"accept_forwarded", c.accept_forwarded},
       {"testing", {{"collector_delay_ms", c.test_collector_delay.count()}}},
       {"retention", retention_to_json(c.retention)},
       {"defaults", policy_to_json(c.defaults)},

@@ -60,7 +60,8 @@ struct Policy {
   /// Quota for the cores this rule stored, bytes ("max_use": SIZE in a rule). In the defaults it is
   /// the quota of the dumps no rule matched (rule ""); rules do not inherit it. Fed
   /// to retention as max_use_per_rule_bytes[rule name] (see effective_retention() in config.h):
-  /// vacuum removes the rule's oldest cores first, never the dump just written. Unset: no quota.
+  /// vacuum removes the rule's oldest cores first, never the dump just written (nor, for it, a newer
+  /// one). Unset: no quota.
   std::optional<std::uint64_t> max_use;
   /// For Action::Forward: the receiver's socket, an absolute path resolved inside the crashing
   /// process's root (/proc/<pid>/root) without following any symlink (daemon/forward.h).

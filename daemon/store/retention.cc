@@ -206,6 +206,7 @@ class Vacuumer {
       e.evictable = e.counted && r.id != keep_id_ && is_generated_name(r.id, r.path);
       e.rec = std::move(r);
       const std::size_t i = entries_.size();
+      if (!keep_id_.empty() && e.rec.id == keep_id_) keep_ = i;
       entries_.push_back(std::move(e));
       const Entry& added = entries_.back();
       if (!added.counted) continue;
@@ -250,16 +251,24 @@ class Vacuumer {
     return k == GroupKind::Uid ? VacuumReason::UidQuota : VacuumReason::RuleQuota;
   }
 
-  /// The oldest entry of group `key` of kind `k` that may still be removed, or nullptr.
-  Entry* oldest(std::size_t k, const std::string& key) {
+  /// The oldest entry of group `key` of kind `k` that may still be removed, or nullptr. With
+  /// `before_keep`, only an entry older than keep_id's (entries_ is in crash order): room for the
+  /// dump just written is never made by evicting a crash that came after it. A dump that crashed
+  /// first can finish storing last (a bigger core); evicting newer cores for it would invert the
+  /// oldest-first order, so the limit stays unmet until the next vacuum, which takes it first.
+  Entry* oldest(std::size_t k, const std::string& key, bool before_keep) {
     auto it = members_[k].find(key);
     if (it == members_[k].end()) return nullptr;
     std::size_t& cursor = cursors_[k][key];
     const auto& list = it->second;
     while (cursor < list.size() && (entries_[list[cursor]].done || !entries_[list[cursor]].evictable))
       ++cursor;
-    return cursor < list.size() ? &entries_[list[cursor]] : nullptr;
+    if (cursor == list.size() || (before_keep && keep_ && list[cursor] > *keep_)) return nullptr;
+    return &entries_[list[cursor]];
   }
+
+  /// True if the dump just written (keep_id) belongs to group `key` of kind `k`.
+  bool keep_in(std::size_t k, const std::string& key) const { return keep_ && entries_[*keep_].keys[k] == key; }
 
   /// Step 2: each group of kind `k` over its quota loses its oldest cores.
   void enforce_quotas(GroupKind k) {
@@ -268,7 +277,7 @@ class Vacuumer {
       const auto limit = quota(k, key);
       if (!limit) continue;
       while (used > *limit) {
-        Entry* e = oldest(ki, key);
+        Entry* e = oldest(ki, key, keep_in(ki, key));
         if (!e) {
           result_.unmet.push_back(std::string(group_kind_name(k)) + " \"" + key + "\" uses " +
                                   human_size(used) + ", over its quota of " + human_size(*limit) +
@@ -287,7 +296,7 @@ class Vacuumer {
     Entry* best = nullptr;
     std::uint64_t best_used = 0;
     for (const auto& [key, used] : usage_[ki]) {
-      Entry* e = oldest(ki, key);
+      Entry* e = oldest(ki, key, /*before_keep=*/true);
       if (!e) continue;
       if (!best || used > best_used ||
           (used == best_used && e->rec.timestamp_us < best->rec.timestamp_us)) {
@@ -453,6 +462,7 @@ class Vacuumer {
   VacuumResult result_;
 
   std::vector<Entry> entries_;  // oldest first
+  std::optional<std::size_t> keep_;  // keep_id's entry, if it is in the index
   std::uint64_t total_ = 0;     // bytes of counted entries
   std::uint64_t freed_disk_ = 0;
   std::array<std::map<std::string, std::uint64_t>, kKinds> usage_;

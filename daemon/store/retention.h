@@ -162,10 +162,13 @@ struct VacuumResult {
 ///      max_use_per_rule_bytes entry, that group's oldest cores first;
 ///   3. max_use_bytes and keep_free (bytes / percent, via fstatvfs on `store_dirfd`): repeatedly the
 ///      oldest core of the biggest consumer uid (most bytes now, ties: the older oldest core).
-/// Never deletes `keep_id` (pass the dump just written, or ""), in_progress dumps, or anything
-/// but names of the form "<32 lower-case hex>.zst" equal to "<row id>.zst"; files are removed
-/// with unlinkat() relative to `store_dirfd`, which never follows a symlink (a symlink is removed,
-/// its target is untouched). keep_free counts the blocks of each removed file as freed (so it also
+/// Never deletes `keep_id` (pass the dump just written, or ""), nor, to make room for it (in its
+/// own uid and rule groups, and for max_use and keep_free), a core that crashed after it: a dump
+/// that crashed first may finish storing last, and oldest-first must hold for it too (the limit is
+/// then reported unmet, and the next vacuum removes it first). Never deletes in_progress dumps,
+/// or anything but names of the form "<32 lower-case hex>.zst" equal to "<row id>.zst"; files are
+/// removed with unlinkat() relative to `store_dirfd`, which never follows a symlink (a symlink is
+/// removed, its target is untouched). keep_free counts the blocks of each removed file as freed (so it also
 /// works where space is released lazily). Before each deletion the row is read again and skipped
 /// if it changed (another vacuum got there first). `dry_run` changes nothing and reports what
 /// would be removed. Limits that cannot be met are listed in `unmet`; per-dump failures in

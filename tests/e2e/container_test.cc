@@ -1,6 +1,7 @@
-// Real-kernel tests of per-container policy: the test builds two "containers" itself — user, pid,
+// Real-kernel tests of per-container policy: the test builds "containers" itself — user, pid,
 // mount and UTS namespaces (unshare) whose root is a host uid, each in a cgroup named the way
-// docker and podman name theirs — and crashes the crasher inside them. It checks rule matching,
+// docker, podman and a Kubernetes pod (kubelet's systemd driver, containerd) name theirs — and
+// crashes the crasher inside them. It checks rule matching,
 // reject (no core, no WCOREDUMP), a rule's quota, a rule's rate limit, and that both the host's and
 // the container's view of the pid and uid are recorded.
 #include <fcntl.h>
@@ -62,14 +63,17 @@ std::vector<CrashRun> parse_report(const std::string& text) {
 // A fake container: a cgroup named like `runtime`'s and fresh namespaces for every run.
 class FakeContainer {
  public:
-  // `scope` is the cgroup directory name ("docker-<id>.scope"), created under `parent`.
+  // `scope` is the cgroup directory ("docker-<id>.scope", or a path of nested ones), created under
+  // `parent`.
   FakeContainer(const std::string& parent, std::string runtime, std::string id, const std::string& scope)
-      : runtime_(std::move(runtime)), id_(std::move(id)), dir_(parent + "/" + scope) {
+      : runtime_(std::move(runtime)), id_(std::move(id)), parent_(parent), dir_(parent + "/" + scope) {
     fs::create_directories(dir_);
   }
   ~FakeContainer() {
     // The cgroup empties when the last process has been reaped; give the kernel a moment.
     wait_until([&] { return ::rmdir(dir_.c_str()) == 0 || errno == ENOENT; }, 5s);
+    for (fs::path p = fs::path(dir_).parent_path(); p.string().size() > parent_.size(); p = p.parent_path())
+      ::rmdir(p.c_str());
   }
   FakeContainer(const FakeContainer&) = delete;
   FakeContainer& operator=(const FakeContainer&) = delete;
@@ -117,7 +121,7 @@ class FakeContainer {
   }
 
  private:
-  std::string runtime_, id_, dir_;
+  std::string runtime_, id_, parent_, dir_;
 };
 
 // Cgroups left by a test process that died before its TearDown (coredumpd-e2e-<pid> whose pid is
@@ -346,6 +350,37 @@ TEST_F(Containers, RateLimitTurnsOneContainersFloodIntoMetadataOnly) {
   EXPECT_EQ(podman[0].state, DumpState::Complete) << podman[0].reason;
   EXPECT_FALSE(podman[0].path.empty());
   EXPECT_NE(daemon_->log().find("rate limit"), std::string::npos);
+}
+
+// A pod's container under kubelet's systemd cgroup driver with containerd: the crash is told apart
+// by the pod (runtime "kubernetes", key "kubernetes:<pod uid>"), and a rule naming that pod applies.
+TEST_F(Containers, KubernetesPodContainerIsMatchedByItsPodUid) {
+  const std::string pod_uid = "0b8e2b6a-3c1d-4e5f-9a7b-1c2d3e4f5a6b";
+  std::string slice_uid = pod_uid;
+  std::replace(slice_uid.begin(), slice_uid.end(), '-', '_');  // kubelet's systemd driver escapes '-'
+  FakeContainer pod(parent_, "kubernetes", hex_id('e'),
+                    "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + slice_uid +
+                        ".slice/cri-containerd-" + hex_id('e') + ".scope");
+  start_daemon(R"({"rules": [
+    {"name": "that-pod", "match": {"container": "kubernetes:)" + pod_uid + R"("}, "action": "metadata-only"},
+    {"name": "docker-apps", "match": {"runtime": "docker"}}]})");
+  const auto runs = crash_in(pod);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].signal, SIGSEGV);
+  const auto dumps = dumps_of(pod, 1);
+  ASSERT_EQ(dumps.size(), 1u);
+  const DumpRecord& r = dumps[0];
+  EXPECT_EQ(r.state, DumpState::MetadataOnly) << r.reason;
+  EXPECT_EQ(r.extra.value("rule", "?"), "that-pod");
+  const auto& ct = r.extra["container"];
+  EXPECT_EQ(ct.value("runtime", ""), "kubernetes");
+  EXPECT_EQ(ct.value("engine", ""), "containerd");
+  EXPECT_EQ(ct.value("pod_uid", ""), pod_uid);
+  EXPECT_EQ(ct.value("key", ""), "kubernetes:" + pod_uid);
+  EXPECT_EQ(ct["ns_pid"], runs[0].child_pid);
+  EXPECT_EQ(ct["ns_uid"], 0);
+  EXPECT_EQ(r.uid, static_cast<std::int64_t>(kHostUid));
+  EXPECT_TRUE(r.path.empty());
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Real kernel + systemd-nspawn: a crash inside a booted Debian machine is forwarded by the host
-// coredumpd (rule: runtime systemd-nspawn -> action forward) to a coredumpd running inside the
-// machine as a unit of the machine's own systemd (accept_forwarded), and lands in the inner store;
-// with the inner coredumpd stopped, the next crash falls back to the host store.
+// coredumpd (rule: runtime systemd-nspawn -> action forward) to a coredumpd inside the machine,
+// socket-activated by the machine's own systemd (a socket unit and its service, accept_forwarded):
+// the forward's connection starts it, and the dump lands in the inner store. With the socket unit
+// stopped (and its socket file removed), the next crash falls back to the host store.
 //
 // The machine's root is a minimal bookworm made once with debootstrap into kCache (reused across
 // runs, never written: the machine boots with --volatile=overlay). Without network the test skips
@@ -14,6 +15,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -89,7 +92,8 @@ class NspawnForward : public RealKernel {
     if (HasFailure()) {
       if (const auto log = read_file(*dir_ / "machine.log")) std::fprintf(stderr, "machine log:\n%s\n", log->c_str());
       if (leader_ > 0) {
-        const auto [st, j] = in_machine({"journalctl", "-u", "coredumpd-inner", "--no-pager", "-n", "50"});
+        const auto [st, j] = in_machine({"journalctl", "-u", "coredumpd-inner.socket", "-u", "coredumpd-inner.service",
+                                         "--no-pager", "-n", "50"});
         std::fprintf(stderr, "inner coredumpd journal:\n%s\n", j.c_str());
       }
     }
@@ -135,15 +139,26 @@ class NspawnForward : public RealKernel {
     start_inner();
   }
 
+  // coredumpd-inner.socket listens on kInnerSocket (systemd-run makes the socket unit and its
+  // service); the service starts with the first connection and gets the socket from systemd.
   void start_inner() {
     const auto [st, out] = in_machine({"systemd-run", "-q", "--unit=coredumpd-inner",
+                                       std::string("--socket-property=ListenStream=") + kInnerSocket,
+                                       "--socket-property=RemoveOnStop=yes",
                                        "/opt/host-usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "--library-path",
                                        "/opt/host-usr/lib/x86_64-linux-gnu", "/opt/cd-daemon/coredumpd", "--socket",
                                        kInnerSocket, "--store", "/var/lib/coredumpd", "--config", "/etc/coredumpd.json",
                                        "--log-level", "debug"});
     ASSERT_EQ(st.exit_code(), 0) << out;
     const std::string sock = "/proc/" + std::to_string(leader_) + "/root" + kInnerSocket;
-    ASSERT_TRUE(wait_until([&] { return fs::is_socket(sock); }, 30s)) << "the inner coredumpd did not come up";
+    ASSERT_TRUE(wait_until([&] { return fs::is_socket(sock); }, 30s)) << "coredumpd-inner.socket did not come up";
+  }
+
+  // `systemctl is-active UNIT` inside the machine ("active", "inactive", ...).
+  std::string unit_state(const std::string& unit) {
+    auto [st, out] = in_machine({"systemctl", "is-active", unit}, 10s);
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+    return out;
   }
 
   // Runs `argv` in all of the machine's namespaces (bounded).
@@ -183,7 +198,9 @@ class NspawnForward : public RealKernel {
   pid_t machine_pid_ = -1, leader_ = -1;
 };
 
-TEST_F(NspawnForward, CrashInsideLandsInTheInnerStoreAndFallsBackWhenItIsStopped) {
+TEST_F(NspawnForward, SocketActivatedReceiverGetsTheDumpAndAMissingSocketFallsBack) {
+  ASSERT_EQ(unit_state("coredumpd-inner.socket"), "active");
+  ASSERT_EQ(unit_state("coredumpd-inner.service"), "inactive") << "nothing has connected yet";
   crash_inside();
   const auto inner = settled(inner_store_, 1, 0);
   ASSERT_TRUE(inner) << "no dump in the machine's store";
@@ -203,18 +220,33 @@ TEST_F(NspawnForward, CrashInsideLandsInTheInnerStoreAndFallsBackWhenItIsStopped
   EXPECT_EQ(host->comm, "crasher");
   EXPECT_EQ(host->extra["rule"], "nspawn");
   EXPECT_EQ(host->extra["container"]["runtime"], "systemd-nspawn");
+  EXPECT_EQ(host->extra["container"]["key"], "nspawn:" + name_);
+  // Both views of the pid: the host's, and the one in the machine's pid namespace.
+  ASSERT_TRUE(host->extra["container"]["ns_pid"].is_number_integer()) << host->extra["container"].dump();
+  EXPECT_NE(host->extra["container"]["ns_pid"].get<std::int64_t>(), host->pid);
+  EXPECT_EQ(host->extra["container"]["ns_uid"], host->uid) << "no user namespace: the same uid";
+  EXPECT_EQ(inner->crashing_tid_ns, host->extra["container"]["ns_pid"].get<std::int64_t>())
+      << "the core's NT_PRSTATUS pid, in the machine's pid namespace";
   EXPECT_EQ(host->extra["forward"]["outcome"], "delivered");
   EXPECT_EQ(host->core_size, inner->core_size);
+  EXPECT_TRUE(host->path.empty()) << "a delivered dump keeps no core on the host";
+  EXPECT_EQ(unit_state("coredumpd-inner.service"), "active") << "the forward's connection started the service";
 
-  // The receiver is stopped: the next crash is stored on the host, with the reason.
-  const auto [sst, sout] = in_machine({"systemctl", "stop", "coredumpd-inner"});
+  // The receiver is stopped and its socket removed: the next crash is stored on the host, with
+  // the reason.
+  const auto [sst, sout] = in_machine({"systemctl", "stop", "coredumpd-inner.socket", "coredumpd-inner.service"});
   ASSERT_EQ(sst.exit_code(), 0) << sout;
+  ASSERT_FALSE(fs::exists("/proc/" + std::to_string(leader_) + "/root" + kInnerSocket)) << "RemoveOnStop=yes";
   crash_inside();
   const auto fallback = settled(store_, 2, 1);
   ASSERT_TRUE(fallback);
   EXPECT_EQ(fallback->state, DumpState::Complete) << fallback->reason;
   EXPECT_EQ(fallback->extra["forward"]["outcome"], "fallback");
-  EXPECT_FALSE(fallback->extra["forward"].value("error", std::string()).empty());
+  const std::string why = fallback->extra["forward"].value("error", std::string());
+  EXPECT_NE(why.find(std::string(kInnerSocket) + " in the root of pid"), std::string::npos) << why;
+  EXPECT_NE(why.find(std::strerror(ENOENT)), std::string::npos) << why;
+  ASSERT_FALSE(fallback->path.empty());
+  EXPECT_TRUE(fs::exists(store_ + "/" + fallback->path));
   EXPECT_EQ(Index(inner_store_, false).list().size(), 1u);
 }
 

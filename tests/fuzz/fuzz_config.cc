@@ -2,8 +2,10 @@
 // it looks: a typo or a half-written file must end in a ConfigError naming the problem, never in
 // another exception (which would escape main() or, on SIGHUP, kill a running daemon) or a crash.
 //
-// Input: the text of the file. On success the values must be within their documented ranges, and
-// the default policy must negotiate an ack the kernel accepts (spec §2.5) with a kernel offering all.
+// Input: the text of the file. On success the values must be within their documented ranges, the
+// default policy must negotiate an ack the kernel accepts (spec §2.5) with a kernel offering all,
+// and the effective configuration `coredumpd --check-config` prints (config_to_json()) must dump as
+// JSON, load back without error and print the same again, with the same retention quotas.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include <typeinfo>
 
 #include "daemon/config.h"
+#include "daemon/config_json.h"
 #include "daemon/policy.h"
 #include "protocol/negotiate.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -25,6 +28,13 @@ void check_policy(const coredumpd::Policy& p, std::uint64_t close_bit) {
   if (p.memory_types) FUZZ_CHECK(*p.memory_types <= 0x1FF);
   if (p.max_core_bytes) FUZZ_CHECK(*p.max_core_bytes >= 4096);
   for (const auto& name : p.post_dump) FUZZ_CHECK(name == "smaps_rollup");
+  if (p.rate_limit) {
+    FUZZ_CHECK(p.rate_limit->burst >= 1 && p.rate_limit->burst <= 1'000'000);
+    FUZZ_CHECK(p.rate_limit->interval.count() >= 1 && p.rate_limit->interval.count() <= 7 * 24 * 3600);
+  }
+  if (p.max_use) FUZZ_CHECK(*p.max_use <= static_cast<std::uint64_t>(INT64_MAX));
+  FUZZ_CHECK(!p.forward_socket.empty() && p.forward_socket[0] == '/');
+  FUZZ_CHECK(p.forward_socket.find("/../") == std::string::npos && !p.forward_socket.ends_with("/.."));
 
   // A NEXT kernel offering everything, with room for memory types.
   cp::coredump_req req{};
@@ -74,5 +84,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(c.close_files_bit <= (std::uint64_t{1} << 62));
   check_policy(c.defaults, c.close_files_bit);
   for (const auto& rule : c.rules) check_policy(rule.policy, c.close_files_bit);
+
+  // --check-config's output: printable, and a configuration that loads back to itself.
+  const nlohmann::json effective = coredumpd::config_to_json(c);
+  (void)effective.dump(2);  // throws on invalid UTF-8, which would kill --check-config
+  coredumpd::Config back;
+  try {
+    back = coredumpd::apply_config("check.json", effective, coredumpd::Config{});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fuzz_config: the effective configuration does not load back: %s\n", e.what());
+    __builtin_trap();
+  }
+  FUZZ_CHECK(coredumpd::config_to_json(back) == effective);
+  FUZZ_CHECK(coredumpd::effective_retention(back).max_use_per_rule_bytes ==
+             coredumpd::effective_retention(c).max_use_per_rule_bytes);
   return 0;
 }

@@ -225,6 +225,40 @@ def seeds_config():
  "listen_backlog": 16, "dump_workers": 256, "collector_threads": 64, "compression": {"level": 19, "threads": 0},
  "close_files_bit": 256, "collector_budget_ms": 1, "testing": {"collector_delay_ms": 0} /* block */}""")
     write(t, "bad_values.json", b'{"dump_workers": 0, "rules": [{"name": 1}], "socket": "relative"}')
+    # The shipped per-runtime example drop-ins (config/examples/*.json).
+    examples = os.path.join(HERE, "..", "..", "config", "examples")
+    if os.path.isdir(examples):
+        for name in sorted(os.listdir(examples)):
+            if name.endswith(".json"):
+                shutil.copyfile(os.path.join(examples, name), os.path.join(CORPUS, t, "example_" + name))
+    # Per-container rules: rate limits, quotas, forwarding and every kind of matcher.
+    write(t, "container_rules.json", b"""{
+  "accept_forwarded": true,
+  "retention": {"max_use": "2G", "keep_free": "10%", "max_age": "30d", "max_use_per_uid": "500M",
+                "max_use_per_rule": {"docker-apps": "1G", "": "100M"}},
+  "defaults": {"rate_limit": {"burst": 5, "interval_s": 60}, "max_use": "200M",
+               "forward_socket": "/run/coredumpd/coredump.socket"},
+  "rules": [
+    {"name": "secrets", "match": {"container": "docker:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+     "action": "reject"},
+    {"name": "docker-apps", "match": {"runtime": "docker", "namespaces": {"pid": "non-host", "user": "host"}},
+     "rate_limit": {"burst": 2, "interval_s": 3600}, "max_use": "1G", "compression_level": 1},
+    {"name": "pod", "match": {"container": "kubernetes:0b8e2b6a-3c1d-4e5f-9a7b-1c2d3e4f5a6b", "cgroup": "*besteffort*"},
+     "action": "metadata-only", "rate_limit": null},
+    {"name": "nspawn", "match": {"runtime": "systemd-nspawn", "container": "web"}, "action": "forward",
+     "forward_socket": "/run/coredumpd/coredump.socket", "max_use": 1048576},
+    {"name": "lxc", "match": {"runtime": "lxc", "namespaces": {"mnt": "non-host", "net": 4026531840}},
+     "action": "forward", "forward_socket": "/var/run/cd.sock"},
+    {"name": "units", "match": {"unit": "nginx*.service", "slice": "system.slice", "user": "root",
+                                "exe": "/usr/sbin/*", "comm": "nginx", "uid": 0}, "capture_environ": true},
+    {"name": "all-ns", "match": {"namespaces": {"cgroup": "host", "ipc": "host", "time": "host", "uts": "non-host"}},
+     "max_core_bytes": 4096, "over_size": "reject", "memory_types": 511}
+  ]
+}""")
+    write(t, "limit_errors.json", b"""{"defaults": {"rate_limit": {"burst": 0, "interval_s": 604801, "per": 1},
+  "max_use": "1.5X", "forward_socket": "/run/../x"},
+  "retention": {"max_use_per_rule": {"x": 1}},
+  "rules": [{"name": "x", "match": {"namespaces": {"pdi": "guest"}}, "max_use": 2, "action": "forwad"}]}""")
 
 
 def seeds_proc_text():

@@ -36,7 +36,8 @@ TEST_F(CheckConfig, PrintsTheEffectiveConfigurationOfMainFileAndDropIns) {
     "dump_workers": 5, "defaults": {"compression_level": 7},
     "rules": [{"name": "first", "match": {"comm": "a"}, "action": "reject"}]})");
   write("conf.d/10-more.json", R"({"defaults": {"capture_environ": true},
-    "rules": [{"name": "second", "match": {"runtime": "docker"}, "max_core_bytes": 8192}]})");
+    "rules": [{"name": "second", "match": {"runtime": "docker"}, "max_core_bytes": 8192,
+               "rate_limit": {"burst": 2, "interval_s": 600}, "max_use": "64K"}]})");
   const auto [rc, out, err] = check({"--config", dir_ / "coredumpd.json", "--store", "/srv/cores"});
   ASSERT_EQ(rc, 0) << err;
   const auto j = nlohmann::json::parse(out);
@@ -53,11 +54,16 @@ TEST_F(CheckConfig, PrintsTheEffectiveConfigurationOfMainFileAndDropIns) {
   EXPECT_EQ(j["rules"][1]["match"], (nlohmann::json{{"runtime", "docker"}}));
   // Every rule carries its full effective policy, the merged defaults included.
   for (const char* key : {"action", "close_files", "records", "sparse", "memory_types", "post_dump", "honor_rlimit_core",
-                          "capture_environ", "compression_level", "max_core_bytes", "over_size"})
+                          "capture_environ", "compression_level", "max_core_bytes", "over_size", "rate_limit", "max_use",
+                          "forward_socket"})
     EXPECT_TRUE(j["rules"][1].contains(key)) << key;
   EXPECT_EQ(j["rules"][1]["compression_level"], 7);
   EXPECT_EQ(j["rules"][1]["capture_environ"], true);
   EXPECT_EQ(j["rules"][1]["max_core_bytes"], 8192);
+  EXPECT_EQ(j["rules"][1]["rate_limit"], (nlohmann::json{{"burst", 2}, {"interval_s", 600}}));
+  EXPECT_EQ(j["rules"][1]["max_use"], 65536);
+  EXPECT_EQ(j["rules"][0]["rate_limit"], nullptr);
+  EXPECT_EQ(j["accept_forwarded"], false);
   EXPECT_NE(err.find(dir_ / "conf.d/10-more.json"), std::string::npos) << "the files read are listed on stderr";
 }
 

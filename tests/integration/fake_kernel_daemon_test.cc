@@ -412,4 +412,64 @@ TEST_F(FakeKernelDaemon, ConcurrentCrashesAreAllStored) {
       20s));
 }
 
+// A rule's own policy decides the size limit, WAIT and the environment, not the defaults: the
+// rule matching this process cuts its core at max_core_bytes (flagged truncated, the first bytes
+// kept exactly), asks for no WAIT (post_dump []) and keeps the environment; the defaults would
+// have stored it whole, with WAIT, without the environment.
+TEST_F(FakeKernelDaemon, RuleSizeLimitTruncatesAndRulePicksWaitAndEnviron) {
+  std::string comm = read_file("/proc/self/comm").value();
+  comm.pop_back();
+  start(R"({"rules": [{"name": "small", "match": {"comm": ")" + comm + R"("}, "max_core_bytes": 65536,
+                        "over_size": "truncate", "post_dump": [], "capture_environ": true}]})");
+  auto o = options(256 * 1024);
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(res.ack);
+  EXPECT_FALSE(res.ack->mask & cp::COREDUMP_WAIT) << "post_dump [] in the rule: no WAIT";
+  EXPECT_EQ(res.bytes_streamed, o.core.size()) << "the kernel's stream is drained whole";
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->extra.value("rule", ""), "small");
+  EXPECT_EQ(r->state, DumpState::Truncated) << r->reason;
+  EXPECT_NE(r->reason.find("cut at max_core_bytes 65536"), std::string::npos) << r->reason;
+  const auto core = stored_core(*r);
+  ASSERT_TRUE(core);
+  const auto whole = plain(o.core);
+  ASSERT_EQ(core->size(), 65536u);
+  EXPECT_TRUE(std::equal(core->begin(), core->end(), whole.begin())) << "the first max_core_bytes, unchanged";
+  ASSERT_TRUE(r->extra.contains("environ"));
+  EXPECT_FALSE(r->extra["environ"].empty());
+
+  // Another comm: the defaults (whole core, WAIT, no environment).
+  start(R"({"rules": [{"name": "other", "match": {"comm": "not-)" + comm + R"("}, "max_core_bytes": 65536,
+                        "post_dump": [], "capture_environ": true}]})");
+  const auto res2 = fk::run(options(256 * 1024));
+  ASSERT_EQ(res2.outcome, fk::Outcome::Dumped) << res2.error;
+  EXPECT_TRUE(res2.ack->mask & cp::COREDUMP_WAIT);
+  const auto r2 = only_record();
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2->extra.value("rule", "?"), "");
+  EXPECT_EQ(r2->state, DumpState::Complete) << r2->reason;
+  EXPECT_EQ(r2->core_size, 256u * 1024);
+  EXPECT_FALSE(r2->extra.contains("environ"));
+}
+
+// "over_size": "reject" refuses up front when the mappings alone are sure to exceed the limit: the
+// kernel gets REJECT and streams nothing.
+TEST_F(FakeKernelDaemon, RuleOverSizeRejectRefusesUpFront) {
+  std::string comm = read_file("/proc/self/comm").value();
+  comm.pop_back();
+  start(R"({"rules": [{"name": "tiny", "match": {"comm": ")" + comm + R"("}, "max_core_bytes": 4096,
+                        "over_size": "reject"}]})");
+  const auto res = fk::run(options());
+  EXPECT_EQ(res.outcome, fk::Outcome::Rejected) << res.error;
+  EXPECT_EQ(res.bytes_streamed, 0u);
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Rejected);
+  EXPECT_EQ(r->extra.value("rule", ""), "tiny");
+  EXPECT_NE(r->reason.find("over max_core_bytes 4096"), std::string::npos) << r->reason;
+  EXPECT_TRUE(r->path.empty());
+}
+
 }  // namespace

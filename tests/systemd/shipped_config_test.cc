@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 #include "daemon/config.h"
 #include "daemon/config_files.h"
+#include "daemon/config_json.h"
 
 namespace coredumpd {
 namespace {
@@ -32,6 +35,7 @@ Config scrambled() {
   c.compression.threads = 5;
   c.close_files_bit = std::uint64_t{1} << 40;
   c.collector_budget = milliseconds(3);
+  c.accept_forwarded = !c.accept_forwarded;
   c.retention.max_use_bytes = 1;
   c.retention.keep_free_percent = 5;
   c.retention.max_age = std::chrono::seconds(1);
@@ -50,6 +54,7 @@ Config scrambled() {
   c.defaults.truncate_over_size = !c.defaults.truncate_over_size;
   c.defaults.rate_limit = RateLimit{3, std::chrono::seconds(7)};
   c.defaults.max_use = 4096;
+  c.defaults.forward_socket = "/x/other-forward.sock";
   c.rules.push_back(Rule{"stale", Match{}, Policy{}});
   return c;
 }
@@ -68,6 +73,7 @@ void expect_same_policy(const Policy& got, const Policy& want) {
   EXPECT_EQ(got.truncate_over_size, want.truncate_over_size);
   EXPECT_EQ(got.rate_limit.has_value(), want.rate_limit.has_value());
   EXPECT_EQ(got.max_use, want.max_use);
+  EXPECT_EQ(got.forward_socket, want.forward_socket);
 }
 
 TEST(ShippedConfig, SetsEveryKeyToItsDefault) {
@@ -87,6 +93,7 @@ TEST(ShippedConfig, SetsEveryKeyToItsDefault) {
   EXPECT_EQ(got.compression.threads, want.compression.threads);
   EXPECT_EQ(got.close_files_bit, want.close_files_bit);
   EXPECT_EQ(got.collector_budget, want.collector_budget);
+  EXPECT_EQ(got.accept_forwarded, want.accept_forwarded);
   EXPECT_EQ(got.retention.max_use_bytes, want.retention.max_use_bytes);
   EXPECT_EQ(got.retention.keep_free_bytes, want.retention.keep_free_bytes);
   EXPECT_EQ(got.retention.keep_free_percent, want.retention.keep_free_percent);
@@ -107,6 +114,32 @@ TEST(ShippedConfig, LeavesOmittedSettingsAlone) {
   EXPECT_EQ(got.test_collector_delay, milliseconds(42));
   EXPECT_EQ(got.compression_jobs, 63);
   EXPECT_TRUE(got.allow_unverified_peers);
+}
+
+// `coredumpd --check-config` prints every setting: each key of the shipped file (which holds them
+// all, config_keys.sh) is in config_to_json()'s output, at the top level and in "defaults", and a
+// rule carries every policy key. Loading the output gives the same output back.
+TEST(ShippedConfig, EffectiveConfigurationShowsEveryKey) {
+  const Config c = load_config_file(SHIPPED_CONFIG, Config{});
+  const std::string text = [] {
+    std::ifstream in(SHIPPED_CONFIG);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  const nlohmann::json shipped = parse_config_text(SHIPPED_CONFIG, text);
+  const nlohmann::json out = config_to_json(c);
+  for (const auto& [key, value] : shipped.items()) {
+    EXPECT_TRUE(out.contains(key)) << key;
+    if (!value.is_object() || !out.contains(key)) continue;
+    for (const auto& [k2, v2] : value.items()) {
+      EXPECT_TRUE(out[key].contains(k2)) << key << "." << k2;
+    }
+  }
+  std::set<std::string> policy_keys, default_keys;
+  const nlohmann::json policy = policy_to_json(Policy{});
+  for (const auto& [k, v] : policy.items()) policy_keys.insert(k);
+  for (const auto& [k, v] : shipped["defaults"].items()) default_keys.insert(k);
+  EXPECT_EQ(policy_keys, default_keys) << "a rule shows its full policy: every key \"defaults\" has";
+  EXPECT_EQ(config_to_json(apply_config("check.json", out, Config{})), out);
 }
 
 // config/examples/: one commented example per runtime, each a valid drop-in. Each parses on its

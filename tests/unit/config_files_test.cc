@@ -116,6 +116,27 @@ TEST_F(ConfigFiles, ADropInErrorNamesTheDropInItsKeyAndTheReason) {
   EXPECT_EQ(error_of(main_), main_ + ": dump_workers: value 0 out of range [1, 256]");
 }
 
+// Quota conflicts exist only in the merged configuration (each file alone is fine): the error names
+// the file that holds the rule at fault and the rule's index in that file, not in the merged list.
+TEST_F(ConfigFiles, AQuotaConflictAcrossFilesNamesTheFileAndItsRule) {
+  write("coredumpd.json", R"({"retention": {"max_use_per_rule": {"web": 1000}},
+    "rules": [{"name": "a", "match": {"comm": "a"}}]})");
+  write("conf.d/10-web.json", R"({"rules": [{"name": "b", "match": {"comm": "b"}},
+    {"name": "web", "match": {"comm": "w"}, "max_use": 2000}]})");
+  EXPECT_EQ(error_of(main_), dir_ + "/conf.d/10-web.json: rules[1].max_use: conflicts with "
+                                    "retention.max_use_per_rule[\"web\"] (1000 bytes); set the quota in one place");
+
+  write("coredumpd.json", R"({"rules": [{"name": "a", "match": {"comm": "a"}}]})");
+  write("conf.d/10-web.json", R"({"rules": [{"name": "web", "match": {"comm": "w"}, "max_use": 1000}]})");
+  write("conf.d/20-web.json", R"({"rules": [{"name": "web", "match": {"comm": "v"}, "max_use": 3000}]})");
+  EXPECT_EQ(error_of(main_), dir_ + "/conf.d/20-web.json: rules[0].max_use: conflicts with " + dir_ +
+                                 "/conf.d/10-web.json: rules[0].max_use (rules of one name share one quota)");
+
+  write("conf.d/20-web.json", R"({"rules": [{"name": "web", "match": {"comm": "v"}, "max_use": 1000}]})");
+  const LoadedConfig ok = load_config(main_, Config{});
+  EXPECT_EQ(effective_retention(ok.config).max_use_per_rule_bytes.at("web"), 1000u) << "the same quota twice is fine";
+}
+
 TEST_F(ConfigFiles, AMainPathThatIsADirectoryIsAnError) {
   fs::create_directories(main_);
   EXPECT_NE(error_of(main_).find(main_ + ": cannot be read"), std::string::npos) << error_of(main_);
@@ -135,20 +156,23 @@ TEST(ConfigJson, EffectiveConfigurationRoundTrips) {
   const Config c = apply_config_json("test.json", R"({
     "socket": "/run/x.sock", "store": "/srv/cores", "handshake_timeout_ms": 1500, "dump_workers": 3,
     "compression_jobs": 2, "overload_action": "reject", "compression": {"level": 5, "threads": 0},
-    "close_files_bit": 256, "testing": {"collector_delay_ms": 7},
+    "close_files_bit": 256, "testing": {"collector_delay_ms": 7}, "accept_forwarded": true,
     "retention": {"max_use": "2G", "keep_free": "12.5%", "max_age": "7d", "max_use_per_rule": {"big": 4096}},
-    "defaults": {"memory_types": ["anon_private", "elf_headers"], "max_core_bytes": 65536, "over_size": "reject"},
+    "defaults": {"memory_types": ["anon_private", "elf_headers"], "max_core_bytes": 65536, "over_size": "reject",
+                 "rate_limit": {"burst": 3, "interval_s": 60}, "max_use": "1M"},
     "rules": [
       {"name": "web", "match": {"runtime": "docker", "container": "web", "unit": "*.scope", "slice": "system.slice",
                                 "namespaces": {"pid": "non-host", "net": 4026531840, "user": "host"}},
-       "action": "metadata-only", "post_dump": []},
+       "action": "metadata-only", "post_dump": [], "max_use": 8192},
+      {"name": "fwd", "match": {"runtime": "systemd-nspawn"}, "action": "forward", "forward_socket": "/run/in/c.sock",
+       "rate_limit": null},
       {"name": "root", "match": {"user": "root", "exe": "/usr/*", "comm": "x", "cgroup": "/a/*"}, "capture_environ": true}
     ]})", Config{});
   const nlohmann::json j = config_to_json(c);
   for (const char* key : {"socket", "store", "handshake_timeout_ms", "stream_idle_timeout_ms", "shutdown_grace_ms",
                           "listen_backlog", "dump_workers", "collector_threads", "compression_jobs",
                           "max_concurrent_dumps", "overload_action", "compression", "close_files_bit",
-                          "collector_budget_ms", "testing", "retention", "defaults", "rules"})
+                          "collector_budget_ms", "accept_forwarded", "testing", "retention", "defaults", "rules"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["defaults"]["memory_types"], nlohmann::json::array({"anon_private", "elf_headers"}));
   EXPECT_EQ(j["retention"]["keep_free"], "12.5%");
@@ -161,14 +185,46 @@ TEST(ConfigJson, EffectiveConfigurationRoundTrips) {
   EXPECT_EQ(web["post_dump"], nlohmann::json::array());
   EXPECT_EQ(web["compression_level"], 3);
   EXPECT_EQ(web["match"]["namespaces"]["net"], 4026531840u);
-  EXPECT_EQ(j["rules"][1]["match"]["uid"], 0) << "\"user\" is shown resolved";
+  EXPECT_EQ(web["rate_limit"], (nlohmann::json{{"burst", 3}, {"interval_s", 60}})) << "inherited";
+  EXPECT_EQ(web["max_use"], 8192);
+  EXPECT_EQ(web["forward_socket"], "/run/coredumpd/coredump.socket");
+  const auto& fwd = j["rules"][1];
+  EXPECT_EQ(fwd["action"], "forward");
+  EXPECT_EQ(fwd["forward_socket"], "/run/in/c.sock");
+  EXPECT_EQ(fwd["rate_limit"], nullptr);
+  EXPECT_EQ(fwd["max_use"], nullptr) << "the defaults' quota is not a rule's";
+  EXPECT_EQ(j["defaults"]["max_use"], 1 << 20);
+  EXPECT_EQ(j["accept_forwarded"], true);
+  EXPECT_EQ(j["rules"][2]["match"]["uid"], 0) << "\"user\" is shown resolved";
 
   const Config back = apply_config("check.json", j, Config{});
   EXPECT_EQ(config_to_json(back), j);
   EXPECT_EQ(back.retention.keep_free_percent, 12.5);
   EXPECT_EQ(back.defaults.memory_types, c.defaults.memory_types);
-  ASSERT_EQ(back.rules.size(), 2u);
-  EXPECT_EQ(back.rules[1].match.uid, 0);
+  ASSERT_EQ(back.rules.size(), 3u);
+  EXPECT_EQ(back.rules[2].match.uid, 0);
+  EXPECT_TRUE(back.accept_forwarded);
+  ASSERT_TRUE(back.rules[0].policy.rate_limit);
+  EXPECT_EQ(back.rules[0].policy.rate_limit->burst, 3u);
+  EXPECT_EQ(back.rules[0].policy.max_use, 8192u);
+  EXPECT_FALSE(back.rules[1].policy.rate_limit);
+  EXPECT_EQ(back.rules[1].policy.forward_socket, "/run/in/c.sock");
+  EXPECT_EQ(effective_retention(back).max_use_per_rule_bytes, effective_retention(c).max_use_per_rule_bytes);
+}
+
+// keep_free percentages are printed as a file would say them, never in exponent notation (which
+// the parser refuses): each loads back to the same value.
+TEST(ConfigJson, KeepFreePercentagesLoadBack) {
+  for (const char* percent : {"0.00001%", "0.000000001%", "12.5%", "99.999999999%", "50%", "3.14159%"}) {
+    SCOPED_TRACE(percent);
+    const Config c = apply_config_json("test.json", std::string(R"({"retention": {"keep_free": ")") + percent + R"("}})",
+                                       Config{});
+    const nlohmann::json j = config_to_json(c);
+    Config back;
+    ASSERT_NO_THROW(back = apply_config("check.json", j, Config{})) << j["retention"]["keep_free"];
+    EXPECT_EQ(back.retention.keep_free_percent, c.retention.keep_free_percent);
+    EXPECT_EQ(config_to_json(back), j);
+  }
 }
 
 }  // namespace

@@ -2,24 +2,13 @@
 #include <gtest/gtest.h>
 
 #include "daemon/config.h"
+#include "tests/unit/config_test_util.h"
 #include "daemon/policy.h"
 
 using namespace coredumpd;
 
-namespace {
-
-Config parse(const std::string& text) { return apply_config_json("test.json", text, Config{}); }
-
-std::string error_of(const std::string& text) {
-  try {
-    parse(text);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
+using coredumpd::unit::error_of;
+using coredumpd::unit::parse;
 
 TEST(Config, DefaultsAreTheDocumentedOnes) {
   const Config c = parse("{}");
@@ -252,4 +241,86 @@ TEST(Policy, ForwardFallsBackAsStore) {
   facts.rlimit_core = 0;
   EXPECT_EQ(wants_for(p, facts, why).mode, protocol::Mode::Reject);
   EXPECT_NE(why.find("RLIMIT_CORE"), std::string::npos);
+}
+
+// Every error path of the parser not covered above, each with the exact "<file>: <key>: " prefix:
+// the file, then the key path down to the value at fault.
+TEST(Config, EveryErrorPathNamesTheFileAndTheKey) {
+  const std::string long_socket = "/" + std::string(120, 's');
+  const struct { std::string json, key, reason; } cases[] = {
+      {R"({"store": 5})", "store", "expected a string, got number"},
+      {R"({"socket": ")" + long_socket + R"("})", "socket", "path must be shorter than 108 bytes"},
+      {R"({"stream_idle_timeout_ms": 99})", "stream_idle_timeout_ms", "value 99 out of range"},
+      {R"({"listen_backlog": 15})", "listen_backlog", "value 15 out of range"},
+      {R"({"compression_jobs": 65})", "compression_jobs", "value 65 out of range"},
+      {R"({"dump_workers": 257})", "dump_workers", "value 257 out of range"},
+      {R"({"collector_threads": 0})", "collector_threads", "value 0 out of range"},
+      {R"({"collector_budget_ms": 0})", "collector_budget_ms", "value 0 out of range"},
+      {R"({"overload_action": 1})", "overload_action", "expected a string, got number"},
+      {R"({"compression": 3})", "compression", "expected an object"},
+      {R"({"compression": {"threads": 65}})", "compression.threads", "value 65 out of range"},
+      {R"({"compression": {"level": 0}})", "compression.level", "value 0 out of range"},
+      {R"({"close_files_bit": 4611686018427387905})", "close_files_bit", "out of range"},
+      {R"({"testing": 1})", "testing", "expected an object"},
+      {R"({"testing": {"collector_delay_ms": -1}})", "testing.collector_delay_ms", "value -1 out of range"},
+      {R"({"retention": {"max_uze": 1}})", "retention.max_uze", "unknown key"},
+      {R"({"retention": {"max_use_per_rule": {"web": "lots"}}})", "retention.max_use_per_rule.web", "invalid size"},
+      {R"({"defaults": 5})", "defaults", "expected an object"},
+      {R"({"defaults": {"action": 1}})", "defaults.action", "expected a string, got number"},
+      {R"({"defaults": {"forward_socket": 5}})", "defaults.forward_socket", "expected a string, got number"},
+      {R"({"defaults": {"close_files": "yes"}})", "defaults.close_files", "expected true or false, got string"},
+      {R"({"defaults": {"records": 1}})", "defaults.records", "expected true or false, got number"},
+      {R"({"defaults": {"sparse": null}})", "defaults.sparse", "expected true or false, got null"},
+      {R"({"defaults": {"honor_rlimit_core": 0}})", "defaults.honor_rlimit_core", "expected true or false"},
+      {R"({"defaults": {"capture_environ": "no"}})", "defaults.capture_environ", "expected true or false"},
+      {R"({"defaults": {"memory_types": "anon_private"}})", "defaults.memory_types", "expected a list of memory type names"},
+      {R"({"defaults": {"memory_types": 512}})", "defaults.memory_types", "value 512 out of range"},
+      {R"({"defaults": {"memory_types": [1]}})", "defaults.memory_types", "expected a string, got number"},
+      {R"({"defaults": {"post_dump": "smaps_rollup"}})", "defaults.post_dump", "expected a list of post-dump collector names"},
+      {R"({"defaults": {"compression_level": 20}})", "defaults.compression_level", "value 20 out of range"},
+      {R"({"defaults": {"max_core_bytes": 4095}})", "defaults.max_core_bytes", "value 4095 out of range"},
+      {R"({"defaults": {"over_size": true}})", "defaults.over_size", "expected a string, got boolean"},
+      {R"({"defaults": {"rate_limit": {"burst": 1, "interval_s": 0}}})", "defaults.rate_limit.interval_s", "value 0 out of range"},
+      {R"({"defaults": {"max_use": "1X"}})", "defaults.max_use", "malformed size \"1X\""},
+      {R"({"rules": {}})", "rules", "expected a list of rules"},
+      {R"({"rules": [5]})", "rules[0]", "expected an object"},
+      {R"({"rules": [{"name": "a", "match": {}}, {"name": 5, "match": {}}]})", "rules[1].name", "expected a string, got number"},
+      {R"({"rules": [{"name": "x", "match": []}]})", "rules[0].match", "expected an object of conditions"},
+      {R"({"rules": [{"name": "x", "match": {"comm": 1}}]})", "rules[0].match.comm", "expected a string"},
+      {R"({"rules": [{"name": "x", "match": {"exe": 1}}]})", "rules[0].match.exe", "expected a string"},
+      {R"({"rules": [{"name": "x", "match": {"cgroup": 1}}]})", "rules[0].match.cgroup", "expected a string"},
+      {R"({"rules": [{"name": "x", "match": {"runtime": 1}}]})", "rules[0].match.runtime", "expected a string"},
+      {R"({"rules": [{"name": "x", "match": {"container": 1}}]})", "rules[0].match.container", "expected a string"},
+      {R"({"rules": [{"name": "x", "match": {"unit": 1}}]})", "rules[0].match.unit", "expected a string"},
+      {R"({"rules": [{"name": "x", "match": {"slice": 1}}]})", "rules[0].match.slice", "expected a string"},
+      {R"({"rules": [{"name": "x", "match": {"user": 0}}]})", "rules[0].match.user", "expected a string"},
+      {R"({"rules": [{"name": "x", "match": {"uid": -1}}]})", "rules[0].match.uid", "value -1 out of range"},
+      {R"({"rules": [{"name": "x", "match": {"uid": 4294967296}}]})", "rules[0].match.uid", "value 4294967296 out of range"},
+      {R"({"rules": [{"name": "x", "match": {"namespaces": "pid"}}]})", "rules[0].match.namespaces", "expected an object"},
+      {R"({"rules": [{"name": "x", "match": {"namespaces": {"pid": -1}}}]})", "rules[0].match.namespaces.pid",
+       "expected a string, got number"},
+      {R"({"rules": [{"name": "x", "match": {}, "forward_socket": "/run/a/.."}]})", "rules[0].forward_socket",
+       "must not contain a \"..\" component"},
+      {R"({"rules": [{"name": "x", "match": {}, "rate_limit": []}]})", "rules[0].rate_limit", "expected {\"burst\""},
+      {R"({"rules": [{"name": "x", "match": {}, "action": "forward", "post_dump": ["smaps_rollup", "x"]}]})",
+       "rules[0].post_dump", "unknown post-dump collector \"x\""},
+  };
+  for (const auto& c : cases) {
+    const auto err = error_of(c.json);
+    const std::string prefix = "test.json: " + c.key + ": ";
+    EXPECT_EQ(err.rfind(prefix, 0), 0u) << c.json << " -> \"" << err << "\"";
+    EXPECT_NE(err.find(c.reason), std::string::npos) << c.json << " -> \"" << err << "\"";
+  }
+}
+
+// "namespaces": {"<ns>": <inode>} compares with the inode the handshake recorded.
+TEST(Policy, NamespaceInodeCondition) {
+  const Config c = parse(R"({"rules": [{"name": "that-netns", "match": {"namespaces": {"net": 4026532999}}}]})");
+  DumpRecord r;
+  r.extra["proc"]["namespaces"] = {{"net", 4026532999u}, {"pid", 4026531836u}};
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r, ContainerInfo{}).rule, "that-netns");
+  r.extra["proc"]["namespaces"]["net"] = 4026531840u;
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r, ContainerInfo{}).rule, "");
+  r.extra["proc"]["namespaces"].erase("net");
+  EXPECT_EQ(select_policy(c.defaults, c.rules, r, ContainerInfo{}).rule, "") << "not collected: no match";
 }

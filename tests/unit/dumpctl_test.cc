@@ -28,6 +28,7 @@
 #include "cli/format.h"
 #include "daemon/container.h"
 #include "daemon/store/index.h"
+#include "tests/unit/store_test_files.h"
 
 extern char** environ;
 
@@ -37,42 +38,10 @@ namespace {
 using namespace std::string_literals;
 namespace fs = std::filesystem;
 
-std::string make_id(int n) {
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%08xdeadbeef%016x", n, n);
-  return buf;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const std::string& path, const std::string& data) {
-  std::ofstream(path, std::ios::binary) << data;
-}
-
-/// Compresses `data` as one or more concatenated zstd frames (with checksums) of at most
-/// `frame_size` input bytes each.
-std::string zstd_compress(const std::string& data, std::size_t frame_size = SIZE_MAX) {
-  ZSTD_CCtx* cctx = ZSTD_createCCtx();
-  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 3);
-  ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-  std::string out;
-  std::size_t pos = 0;
-  do {
-    const std::size_t n = std::min(frame_size, data.size() - pos);
-    std::string buf(ZSTD_compressBound(n), '\0');
-    const std::size_t got = ZSTD_compress2(cctx, buf.data(), buf.size(), data.data() + pos, n);
-    EXPECT_EQ(ZSTD_isError(got), 0U);
-    out.append(buf.data(), got);
-    pos += n;
-  } while (pos < data.size());
-  ZSTD_freeCCtx(cctx);
-  return out;
-}
+using unit::make_id;
+using unit::read_file;
+using unit::write_file;
+using unit::zstd_compress;
 
 /// Bytes that compress somewhat but not trivially, like a core: random runs and zero pages.
 std::string pseudo_core(std::size_t size, unsigned seed) {

@@ -25,6 +25,7 @@
 
 #include "cli/dumpctl.h"
 #include "daemon/store/index.h"
+#include "tests/unit/store_test_files.h"
 
 namespace coredumpd {
 namespace {
@@ -36,22 +37,10 @@ using Clock = std::chrono::system_clock;
 constexpr std::uint64_t KiB = 1024;
 constexpr std::uint64_t MiB = 1024 * KiB;
 
-std::string make_id(int n) {
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%08x%024x", 0xC0DEu, n);
-  return buf;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void write_file(const std::string& path, const std::string& data) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
-}
+using unit::make_id;
+using unit::read_file;
+using unit::write_file;
+using unit::zstd_compress;
 
 /// Random bytes: zstd cannot shrink them, so a compressed core is about as big as its input.
 std::string random_bytes(std::size_t n, unsigned seed) {
@@ -59,19 +48,6 @@ std::string random_bytes(std::size_t n, unsigned seed) {
   std::string s(n, '\0');
   for (auto& c : s) c = static_cast<char>(rng() & 0xFFU);
   return s;
-}
-
-/// One zstd frame with a content checksum, as the daemon writes (ZSTD_c_checksumFlag).
-std::string zstd_compress(const std::string& data) {
-  ZSTD_CCtx* cctx = ZSTD_createCCtx();
-  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, 1);
-  ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
-  std::string out(ZSTD_compressBound(data.size()), '\0');
-  const std::size_t got = ZSTD_compress2(cctx, out.data(), out.size(), data.data(), data.size());
-  EXPECT_EQ(ZSTD_isError(got), 0U);
-  out.resize(got);
-  ZSTD_freeCCtx(cctx);
-  return out;
 }
 
 bool exists_nofollow(const std::string& path) {
@@ -389,13 +365,61 @@ TEST_F(RetentionTest, KeepIdIsNeverRemovedEvenAloneOverTheLimit) {
   ASSERT_TRUE(index_->get(make_id(1)));
   EXPECT_TRUE(holds_core(*index_->get(make_id(1))));
 
-  // With other dumps around, the protected one is skipped and the rest go.
-  add_sized(2, 1000, 5s, 10 * KiB);
-  add_sized(3, 1000, 4s, 10 * KiB);
+  // With other dumps around, the protected one is skipped and the older ones go; those that
+  // crashed after it are not removed to make room for it (see the next test).
+  add_sized(2, 1000, 20s, 10 * KiB);
+  add_sized(3, 1000, 15s, 10 * KiB);
+  add_sized(4, 1000, 5s, 10 * KiB);
   l.max_age.reset();
   r = run_vacuum(l, make_id(1));
   EXPECT_EQ(removed_ids(r), (std::vector<std::string>{make_id(2), make_id(3)}));
   EXPECT_TRUE(has_file(1));
+  EXPECT_TRUE(has_file(4));
+}
+
+// A dump that crashed first can finish storing last (a big core streams and compresses longer).
+// Its vacuum (keep_id = it) must not evict the cores of later crashes to make room for it, and
+// must not evict it either: the limit stays unmet (and says so) until the next vacuum, which
+// takes the oldest first — the late finisher.
+TEST_F(RetentionTest, OlderDumpFinishingLastDoesNotEvictNewerCores) {
+  for (const bool per_rule : {true, false}) {
+    SCOPED_TRACE(per_rule ? "rule quota" : "max_use");
+    const int base = per_rule ? 10 : 20;
+    const std::string rule = per_rule ? "web" : "";
+    RetentionLimits l;
+    if (per_rule) l.max_use_per_rule_bytes[rule] = 150 * KiB;
+    else l.max_use_bytes = 150 * KiB;
+
+    // A crashes first and is still streaming when B, which crashed after it, is stored.
+    const DumpRecord a = add(base + 1, 1000, 60s, random_bytes(100 * KiB, 1), rule, DumpState::InProgress);
+    add(base + 2, 1000, 30s, random_bytes(100 * KiB, 2), rule);
+    VacuumResult r = run_vacuum(l, make_id(base + 2));
+    EXPECT_TRUE(r.removed.empty()) << "A is in progress: it holds no core yet";
+
+    // A finishes: its row becomes complete, then the daemon vacuums with keep_id = A.
+    DumpRecord done = *index_->get(a.id);
+    done.state = DumpState::Complete;
+    done.stored_size = static_cast<std::uint64_t>(fs::file_size(store_ + "/" + done.path));
+    index_->update(done);
+    r = run_vacuum(l, a.id);
+    EXPECT_EQ(removed_ids(r), std::vector<std::string>{}) << "B crashed after A: it must not make room for A";
+    EXPECT_TRUE(has_file(base + 1)) << "keep_id is never removed";
+    EXPECT_TRUE(has_file(base + 2));
+    EXPECT_EQ(r.unmet.size(), 1U);
+
+    // The next dump C (the newest) is stored: now the oldest goes first, and that is A.
+    add(base + 3, 1000, 1s, random_bytes(10 * KiB, 3), rule);
+    r = run_vacuum(l, make_id(base + 3));
+    EXPECT_EQ(removed_ids(r), std::vector<std::string>{a.id});
+    EXPECT_TRUE(has_file(base + 2));
+    EXPECT_TRUE(has_file(base + 3));
+    EXPECT_TRUE(r.unmet.empty());
+
+    // Clean up for the other limit: vacuum without a protected dump removes everything left.
+    RetentionLimits all;
+    all.max_use_bytes = 0;
+    run_vacuum(all);
+  }
 }
 
 TEST_F(RetentionTest, MaxAgeDeletesOldRowsEntirely) {

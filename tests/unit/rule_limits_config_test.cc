@@ -3,23 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "daemon/config.h"
+#include "tests/unit/config_test_util.h"
 
 using namespace coredumpd;
 
-namespace {
-
-Config parse(const std::string& text) { return apply_config_json("test.json", text, Config{}); }
-
-std::string error_of(const std::string& text) {
-  try {
-    parse(text);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
+using coredumpd::unit::error_of;
+using coredumpd::unit::parse;
 
 TEST(RuleLimitsConfig, RateLimitIsReadAndInherited) {
   const Config c = parse(R"({
