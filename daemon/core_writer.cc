@@ -27,6 +27,16 @@ void check_zstd(std::size_t rc, const char* step) {
   if (ZSTD_isError(rc)) throw StoreError(std::string(step) + ": " + ZSTD_getErrorName(rc), 0);
 }
 
+// Sets the worker count of the next frame (0: compress on the calling thread).
+void set_workers(ZSTD_CCtx* cctx, int threads) {
+  // Fails only on a libzstd built without multithreading; then we compress on this thread.
+  if (ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_nbWorkers, threads)) || threads == 0) return;
+  // zstd's default job is 4 windows (8 MiB at level 3); its buffers, several jobs of input and of
+  // worst-case output per worker, made up most of the daemon's RSS (118 MiB peak for one
+  // incompressible core). Smaller jobs bound that; the ratio stays within 0.1 % (bench/).
+  check_zstd(ZSTD_CCtx_setParameter(cctx, ZSTD_c_jobSize, kZstdJobBytes), "zstd job size");
+}
+
 }  // namespace
 
 CoreWriter::CoreWriter(int store_dirfd, std::string name, const CompressionOptions& options)
@@ -47,15 +57,16 @@ CoreWriter::CoreWriter(int store_dirfd, std::string name, const CompressionOptio
   if (!cctx_) throw StoreError("ZSTD_createCCtx failed", ENOMEM);
   check_zstd(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_compressionLevel, options.level), "zstd level");
   check_zstd(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_checksumFlag, 1), "zstd checksum");
-  if (options.threads > 0) {
-    // Fails only on a libzstd built without multithreading; then we compress on this thread.
-    if (!ZSTD_isError(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_nbWorkers, options.threads))) {
-      // zstd's default job is 4 windows (8 MiB at level 3); its buffers, several jobs of input and
-      // of worst-case output per worker, made up most of the daemon's RSS (118 MiB peak for one
-      // incompressible core). Smaller jobs bound that; the ratio stays within 0.1 % (bench/).
-      check_zstd(ZSTD_CCtx_setParameter(cctx_, ZSTD_c_jobSize, kZstdJobBytes), "zstd job size");
-    }
+  set_workers(cctx_, options.threads);
+}
+
+void CoreWriter::start_new_frame(int threads) {
+  if (frame_bytes_in_ > 0) {
+    drain(ZSTD_e_end, {});
+    check_zstd(ZSTD_CCtx_reset(cctx_, ZSTD_reset_session_only), "zstd reset");
+    frame_bytes_in_ = 0;
   }
+  set_workers(cctx_, threads);
 }
 
 CoreWriter::~CoreWriter() {
@@ -65,6 +76,7 @@ CoreWriter::~CoreWriter() {
 
 void CoreWriter::write(std::span<const std::byte> data) {
   bytes_in_ += data.size();
+  frame_bytes_in_ += data.size();
   drain(ZSTD_e_continue, data);
 }
 

@@ -54,6 +54,12 @@ class CoreWriter {
   /// Compresses and writes `len` zero bytes (a hole of a sparse core). Throws StoreError.
   void write_zeros(std::uint64_t len);
 
+  /// Ends the current zstd frame (if it has input) and compresses what follows in a new one with
+  /// `threads` workers, created now by the calling thread (so they take its scheduling policy and
+  /// nice value). The file stays one valid .zst stream: zstd -d and dumpctl read concatenated
+  /// frames as one. Throws StoreError.
+  void start_new_frame(int threads);
+
   /// Finishes the frame, makes the file durable and visible as `name`. Returns the stored size in
   /// bytes. Throws StoreError; on failure nothing is left under `name`.
   std::uint64_t commit();
@@ -75,6 +81,7 @@ class CoreWriter {
   std::size_t block_fill_ = 0;        // bytes zstd put in out_->block()
   ZSTD_CCtx* cctx_ = nullptr;
   std::uint64_t bytes_in_ = 0;
+  std::uint64_t frame_bytes_in_ = 0;  // input of the current frame
   std::uint64_t bytes_out_ = 0;
   bool committed_ = false;
 };

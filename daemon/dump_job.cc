@@ -1,6 +1,7 @@
 #include "daemon/dump_job.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -35,6 +36,8 @@ using Clock = std::chrono::steady_clock;
 constexpr std::size_t kReadChunk = 1 << 20;
 // Spliced bytes between two chunks read to look for zero runs (see run_dump_job).
 constexpr std::uint64_t kSpliceProbe = 16 << 20;
+// Bytes the compressor takes between two looks at whether the stream has ended.
+constexpr std::uint64_t kStreamingStep = 8 << 20;
 
 std::int64_t us_since(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
@@ -225,14 +228,23 @@ class DrainSink {
   protocol::CoreNoteScanner scanner_;
 };
 
-// Compressor threads yield to the drain: the kernel's emit and our read must win the CPU, and
-// zstd's worker threads inherit this nice value when the context creates them.
-void lower_priority_once() {
-  thread_local bool done = false;
-  if (!done) {
+// While a core streams in, its compressor runs at SCHED_IDLE, on one thread: it takes only CPU
+// nothing else wants, so the kernel's emit and our drain never wait for it (on a 2-CPU machine it
+// barely runs; with idle cores it keeps up). Once the stream has ended it runs at nice 10 with
+// its zstd workers, which inherit that when they are created. Leaving SCHED_IDLE needs
+// CAP_SYS_NICE (the unit grants it); without it the compressor stays idle-class, which on an
+// otherwise idle machine is as fast.
+void compress_while_streaming() {
+  sched_param idle{};
+  ::sched_setscheduler(0, SCHED_IDLE, &idle);  // 0: the calling thread
+}
+
+void compress_after_stream() {
+  sched_param normal{};
+  if (::sched_setscheduler(0, SCHED_OTHER, &normal) == 0)
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
-    done = true;
-  }
+  else if (log_limiter().allow("sched idle"))
+    spdlog::debug("compressor stays SCHED_IDLE after the stream: {}", std::strerror(errno));
 }
 
 void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_error);
@@ -257,7 +269,7 @@ void apply_retention(ServerContext& ctx, const Config& config, const std::string
 // A forwarded dump is compressed only if the receiver did not take it all (it is then stored here):
 // until its fate is known at the end of the stream, it waits in the spool.
 void compress(const std::shared_ptr<InFlight>& dp) {
-  lower_priority_once();
+  compress_while_streaming();
   InFlight& d = *dp;
   if (d.forwarding && d.spool) d.spool->wait_beyond(UINT64_MAX);  // returns once the input is closed
   std::string error = d.spool ? "" : "no spool";
@@ -265,29 +277,40 @@ void compress(const std::shared_ptr<InFlight>& dp) {
   if (error.empty() && !d.forwarded) {
     apply_retention(d.ctx, *d.job.config, d.job.record.id);  // make room before the file grows
     try {
-      writer.emplace(d.ctx.store_dirfd, d.job.record.path,
-                     CompressionOptions{d.job.policy.compression_level, d.job.config->compression.threads});
+      writer.emplace(d.ctx.store_dirfd, d.job.record.path, CompressionOptions{d.job.policy.compression_level, 0});
     } catch (const StoreError& e) {
       error = e.what();
     }
   }
   std::vector<std::byte> buf(kReadChunk);
   std::uint64_t pos = 0;
+  bool streamed = false;
   while (d.spool) {
     const std::uint64_t end = d.spool->wait_beyond(pos);
     if (end == pos) break;  // input closed, everything read
+    if (!streamed && d.spool->closed()) {  // the rest is here: full speed, all workers
+      streamed = true;
+      compress_after_stream();
+      try {
+        if (writer && error.empty()) writer->start_new_frame(d.job.config->compression.threads);
+      } catch (const StoreError& e) {
+        error = e.what();
+      }
+    }
     if (!error.empty() || !writer) {  // keep following so we finalize only after the drain
       pos = end;
       continue;
     }
     try {
-      while (pos < end) {
-        if (const auto hole = d.spool->hole_at(pos, end - pos)) {
+      // While streaming, look at closed() again every kStreamingStep bytes.
+      const std::uint64_t upto = streamed ? end : std::min(end, pos + kStreamingStep);
+      while (pos < upto) {
+        if (const auto hole = d.spool->hole_at(pos, upto - pos)) {
           writer->write_zeros(hole);
           pos += hole;
           continue;
         }
-        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(end - pos, buf.size()));
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(upto - pos, buf.size()));
         d.spool->read(pos, std::span(buf.data(), n));
         writer->write(std::span<const std::byte>(buf.data(), n));
         pos += n;

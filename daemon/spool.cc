@@ -158,6 +158,11 @@ void Spool::release(std::uint64_t upto) {
   released_ = aligned;
 }
 
+bool Spool::closed() const {
+  std::lock_guard lock(mu_);
+  return closed_;
+}
+
 std::uint64_t Spool::size() const {
   std::lock_guard lock(mu_);
   return end_;

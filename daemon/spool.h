@@ -45,6 +45,8 @@ class Spool {
   /// Blocks until more than `pos` bytes are in the spool or the input is closed. Returns the
   /// current end (== pos only when the input is closed and everything was read).
   std::uint64_t wait_beyond(std::uint64_t pos);
+  /// close_input() was called.
+  bool closed() const;
   /// Reads [pos, pos + out.size()) (which must be below the end). Holes read as zeros.
   /// Throws StoreError on I/O errors.
   void read(std::uint64_t pos, std::span<std::byte> out) const;

@@ -412,6 +412,29 @@ TEST_F(FakeKernelDaemon, ConcurrentCrashesAreAllStored) {
       20s));
 }
 
+// The drain splices data into its spool but reads long zero runs (untouched memory the kernel sends
+// as literal zeros) so they become holes: a core of 24 MiB data, 48 MiB zeros, 8 MiB data is
+// stored exactly; some of it went by splice, and most of the zero run did not.
+TEST_F(FakeKernelDaemon, DataIsSplicedAndLongZeroRunsAreRead) {
+  constexpr std::uint64_t kMiB = 1 << 20;
+  std::vector<std::byte> core(80 * kMiB);
+  for (std::uint64_t i = 0; i < core.size(); ++i)
+    if (i < 24 * kMiB || i >= 72 * kMiB) core[i] = fk::CoreSource::pattern_byte(i, 3);
+  auto o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+  EXPECT_EQ(r->core_size, core.size());
+  const auto spliced = r->extra.value("spliced_bytes", std::uint64_t{0});
+  EXPECT_GE(spliced, 16 * kMiB) << "data after the head goes by splice";
+  EXPECT_LE(spliced, core.size() - 32 * kMiB) << "a zero run seen by a probe read is read, not spliced";
+  EXPECT_EQ(stored_core(*r), core);
+}
+
 // A rule's own policy decides the size limit, WAIT and the environment, not the defaults: the
 // rule matching this process cuts its core at max_core_bytes (flagged truncated, the first bytes
 // kept exactly), asks for no WAIT (post_dump []) and keeps the environment; the defaults would

@@ -167,3 +167,29 @@ TEST(CoreWriterTest, FullFilesystemFailsWithEnospcAndLeavesNothing) {
   ::close(fd);
   EXPECT_EQ(::umount2(dir.path().c_str(), MNT_DETACH), 0);
 }
+
+// start_new_frame(): the compressor's switch from one idle-time thread to all its workers when the
+// stream ends. The file holds two frames and still decompresses, as one stream, to the input.
+TEST(CoreWriterTest, NewFrameWithMoreWorkersKeepsOneStream) {
+  TempDir dir("/var/tmp");
+  ASSERT_GE(dir.fd(), 0);
+  const auto core = sample(6 << 20);
+  CoreWriter writer(dir.fd(), "two.zst", CompressionOptions{3, 0});
+  writer.start_new_frame(0);  // nothing written yet: no empty frame
+  writer.write(std::span(core.data(), 2 << 20));
+  writer.start_new_frame(2);
+  writer.write(std::span(core.data() + (2 << 20), core.size() - (2 << 20)));
+  writer.commit();
+
+  const std::string path = dir.path() + "/two.zst";
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<char> packed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t first = ZSTD_findFrameCompressedSize(packed.data(), packed.size());
+  ASSERT_FALSE(ZSTD_isError(first));
+  EXPECT_LT(first, packed.size()) << "a second frame follows";
+  EXPECT_EQ(ZSTD_getFrameContentSize(packed.data(), packed.size()), ZSTD_CONTENTSIZE_UNKNOWN);
+  const std::size_t second = ZSTD_findFrameCompressedSize(packed.data() + first, packed.size() - first);
+  ASSERT_FALSE(ZSTD_isError(second));
+  EXPECT_EQ(first + second, packed.size()) << "exactly two frames";
+  EXPECT_EQ(decompress_file(path), core);
+}
