@@ -276,7 +276,6 @@ bool incompressible(const CoreWriter& w) {
 // A forwarded dump is compressed only if the receiver did not take it all (it is then stored here):
 // until its fate is known at the end of the stream, it waits in the spool.
 void compress(const std::shared_ptr<InFlight>& dp) {
-  compress_while_streaming();
   InFlight& d = *dp;
   if (d.forwarding && d.spool) d.spool->wait_beyond(UINT64_MAX);  // returns once the input is closed
   std::string error = d.spool ? "" : "no spool";
@@ -289,6 +288,8 @@ void compress(const std::shared_ptr<InFlight>& dp) {
       error = e.what();
     }
   }
+  // Only now idle-class: vacuuming above holds the index's write lock, which sessions wait for.
+  compress_while_streaming();
   std::vector<std::byte> buf(kReadChunk);
   std::uint64_t pos = 0;
   bool streamed = false;
