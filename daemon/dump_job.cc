@@ -330,6 +330,7 @@ void compress(const std::shared_ptr<InFlight>& dp) {
       error = e.what();
     }
   }
+  if (!streamed) compress_after_stream();  // no spool: never idle-class for the index writes below
   // The input is closed (the loop ended): the drain no longer touches the record.
   d.job.record.extra["compressed_while_streaming"] = compressed_while_streaming;
   // Keep the file only if both stages succeeded; a discarded temporary file frees its space at once
