@@ -330,7 +330,10 @@ void compress(const std::shared_ptr<InFlight>& dp) {
       error = e.what();
     }
   }
-  if (!streamed) compress_after_stream();  // no spool: never idle-class for the index writes below
+  if (!streamed) {  // all compressed as it came (or no spool): never idle-class for the index writes below
+    compressed_while_streaming = pos;
+    compress_after_stream();
+  }
   // The input is closed (the loop ended): the drain no longer touches the record.
   d.job.record.extra["compressed_while_streaming"] = compressed_while_streaming;
   // Keep the file only if both stages succeeded; a discarded temporary file frees its space at once
