@@ -81,7 +81,10 @@ std::size_t Spool::append(std::span<const std::byte> bytes) {
 ssize_t Spool::splice_from(int fd, std::size_t max) {
   if (!pipe_read_) {
     int p[2];
-    if (::pipe2(p, O_CLOEXEC) < 0) return -1;
+    if (::pipe2(p, O_CLOEXEC) < 0) {  // out of fds or pipe memory: not the socket's fault, so read instead
+      errno = EINVAL;
+      return -1;
+    }
     pipe_read_.reset(p[0]);
     pipe_write_.reset(p[1]);
     // 1 MiB is the default pipe-max-size; without it (unprivileged) the pipe keeps its 64 KiB.

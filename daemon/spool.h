@@ -32,8 +32,8 @@ class Spool {
   std::size_t append(std::span<const std::byte> bytes);
   /// Moves up to `max` bytes (> 0) from `fd`, a stream socket, to the end of the spool with
   /// splice(2) through a pipe of 1 MiB; never blocks on `fd`. Returns the bytes moved, 0 at EOF,
-  /// or -1 with errno set: EAGAIN (no data yet), EINVAL (this filesystem or fd cannot splice; use
-  /// append()), others from the socket. Throws StoreError if writing the file fails (e.g. ENOSPC);
+  /// or -1 with errno set: EAGAIN (no data yet), EINVAL (no pipe could be made, or this filesystem
+  /// or fd cannot splice; use append()), others from the socket. Throws StoreError if writing the file fails (e.g. ENOSPC);
   /// bytes already taken from `fd` are then lost and the spool is unusable for writing.
   ssize_t splice_from(int fd, std::size_t max);
   /// Appends `len` zero bytes as a hole (a ZERO record, or zeros found by the drain).
