@@ -12,7 +12,6 @@ namespace coredumpd {
 
 namespace {
 
-constexpr mode_t kCoreFileMode = 0640;
 constexpr int kZstdJobBytes = 2 << 20;  // ZSTD_c_jobSize for multithreaded compression (min 512 KiB)
 // Output blocks: written whole, at aligned offsets, so O_DIRECT accepts them; two may wait for the
 // disk while zstd fills a third.
@@ -38,6 +37,20 @@ void set_workers(ZSTD_CCtx* cctx, int threads) {
 }
 
 }  // namespace
+
+void link_into_store(int fd, int store_dirfd, const std::string& name) {
+  // AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the /proc/self/fd form works without it.
+  if (::linkat(fd, "", store_dirfd, name.c_str(), AT_EMPTY_PATH) < 0) {
+    const std::string self = "/proc/self/fd/" + std::to_string(fd);
+    if (::linkat(AT_FDCWD, self.c_str(), store_dirfd, name.c_str(), AT_SYMLINK_FOLLOW) < 0)
+      fail("link core file into the store", errno);
+  }
+  if (::fsync(store_dirfd) < 0) {
+    const int err = errno;
+    ::unlinkat(store_dirfd, name.c_str(), 0);
+    fail("fsync store directory", err);
+  }
+}
 
 CoreWriter::CoreWriter(int store_dirfd, std::string name, const CompressionOptions& options)
     : dirfd_(store_dirfd), name_(std::move(name)) {
@@ -114,16 +127,11 @@ std::uint64_t CoreWriter::commit() {
   bytes_out_ = out_->finish();
   if (::fsync(fd_.get()) < 0) fail("fsync core file", errno);
   if (partial_name_.empty()) {
-    // Link the anonymous file into the directory. AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH; the
-    // /proc/self/fd form works without it.
-    if (::linkat(fd_.get(), "", dirfd_, name_.c_str(), AT_EMPTY_PATH) < 0) {
-      const std::string self = "/proc/self/fd/" + std::to_string(fd_.get());
-      if (::linkat(AT_FDCWD, self.c_str(), dirfd_, name_.c_str(), AT_SYMLINK_FOLLOW) < 0)
-        fail("link core file into the store", errno);
-    }
-  } else if (::renameat(dirfd_, partial_name_.c_str(), dirfd_, name_.c_str()) < 0) {
-    fail("rename core file into place", errno);
+    link_into_store(fd_.get(), dirfd_, name_);
+    committed_ = true;
+    return bytes_out_;
   }
+  if (::renameat(dirfd_, partial_name_.c_str(), dirfd_, name_.c_str()) < 0) fail("rename core file into place", errno);
   committed_ = true;
   if (::fsync(dirfd_) < 0) {
     const int err = errno;

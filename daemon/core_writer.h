@@ -24,6 +24,14 @@ class StoreError : public std::runtime_error {
   int error_number;  ///< errno of the failing call (ENOSPC, EIO, ...), 0 for zstd errors
 };
 
+/// Permissions of stored core files: the daemon's user reads and writes, its group reads.
+inline constexpr unsigned kCoreFileMode = 0640;
+
+/// Links `fd`, an O_TMPFILE file already made durable by the caller, into directory
+/// `store_dirfd` as `name` and fsyncs the directory. Throws StoreError (EEXIST if `name` exists);
+/// on failure nothing is left under `name`.
+void link_into_store(int fd, int store_dirfd, const std::string& name);
+
 /// Compression settings for one core.
 struct CompressionOptions {
   int level = 3;    ///< zstd level (1..19)

@@ -16,6 +16,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/compressibility.h"
 #include "daemon/core_writer.h"
 #include "daemon/forward.h"
 #include "daemon/log_limiter.h"
@@ -147,6 +148,8 @@ struct InFlight {
   std::function<void()> done;
   bool indexed = false;                 // the InProgress row was inserted
   std::unique_ptr<Spool> spool;
+  bool may_store_uncompressed = false;  // a plain core stream, spliced: the spool can be the core
+  CompressibilitySampler sampler;       // fed by the drain, read by the compressor
   std::string spool_error;              // the spool could not be created or written
   DrainResult drained;
   bool records = false;
@@ -271,6 +274,35 @@ bool incompressible(const CoreWriter& w) {
   return w.bytes_in() >= (4 << 20) && w.bytes_out() * 100 >= w.bytes_in() * 95;
 }
 
+// Follows the spool while the drain's samples cannot tell or say the core is incompressible, writing
+// back what came in meanwhile (so the final fsync waits only for the tail). Returns true if, when
+// the stream has ended, the core is still judged incompressible: the spool is then the stored core.
+// Returns false as soon as the samples say it compresses (nothing of it was compressed yet: the
+// caller starts from byte 0).
+//
+// Nothing is compressed while the verdict is open, because a compressed part is punched out of the
+// spool, which could then no longer be kept. Write-back runs out of SCHED_IDLE: it costs little
+// CPU but must keep pace with the drain, or the fsync at the end waits for the whole core.
+bool keep_spool_uncompressed(InFlight& d) {
+  std::uint64_t seen = 0;
+  bool writing_back = false;
+  for (;;) {
+    const bool closed = d.spool->closed();  // before the verdict: the drain samples, then closes
+    const auto verdict = d.sampler.verdict();
+    if (verdict == CompressibilitySampler::Verdict::Compressible) {
+      if (writing_back) compress_while_streaming();  // back to idle-class for the compressing
+      return false;
+    }
+    if (verdict == CompressibilitySampler::Verdict::Incompressible) {
+      if (!writing_back) compress_after_stream();
+      writing_back = true;
+      d.spool->write_back(seen);
+    }
+    if (closed) return verdict == CompressibilitySampler::Verdict::Incompressible;
+    seen = d.spool->wait_beyond(seen);
+  }
+}
+
 // The compress stage: follows the spool until its input is closed, then finalizes the dump.
 //
 // A forwarded dump is compressed only if the receiver did not take it all (it is then stored here):
@@ -290,11 +322,12 @@ void compress(const std::shared_ptr<InFlight>& dp) {
   }
   // Only now idle-class: vacuuming above holds the index's write lock, which sessions wait for.
   compress_while_streaming();
+  const bool uncompressed = error.empty() && writer && d.may_store_uncompressed && keep_spool_uncompressed(d);
   std::vector<std::byte> buf(kReadChunk);
   std::uint64_t pos = 0;
   bool streamed = false;
   std::uint64_t compressed_while_streaming = 0;
-  while (d.spool) {
+  while (d.spool && !uncompressed) {
     const std::uint64_t end = d.spool->wait_beyond(pos);
     if (end == pos) break;  // input closed, everything read
     if (!streamed && d.spool->closed()) {  // the rest is here: full speed, all workers
@@ -335,12 +368,23 @@ void compress(const std::shared_ptr<InFlight>& dp) {
     compress_after_stream();
   }
   // The input is closed (the loop ended): the drain no longer touches the record.
-  d.job.record.extra["compressed_while_streaming"] = compressed_while_streaming;
+  auto& r = d.job.record;
+  r.extra["compressed_while_streaming"] = compressed_while_streaming;
+  r.extra["compressibility_samples"] = d.sampler.samples();
   // Keep the file only if both stages succeeded; a discarded temporary file frees its space at once
   // (on a full disk the index update needs it).
   std::uint64_t stored = 0;
   const bool keep = error.empty() && d.spool_error.empty() && !d.malformed && writer && !d.forwarded;
-  if (keep) {
+  if (keep && uncompressed) {
+    writer.reset();
+    r.compression = "none";
+    r.path = r.id + ".core";
+    try {
+      stored = d.spool->persist(d.ctx.store_dirfd, r.path);
+    } catch (const StoreError& e) {
+      error = e.what();
+    }
+  } else if (keep) {
     try {
       stored = writer->commit();
     } catch (const StoreError& e) {
@@ -439,6 +483,8 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
   } catch (const StoreError& e) {
     d.spool_error = e.what();
   }
+  d.records = d.job.negotiation.records == protocol::FlagOutcome::Granted;
+  d.may_store_uncompressed = !d.records && !d.forwarding;
   // The compressor starts now and follows the spool as it fills (without a spool it only
   // finalizes, after the drain).
   if (d.spool) boost::asio::post(ctx.compressors, [dp] { compress(dp); });
@@ -446,7 +492,6 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
   std::optional<Relay> relay;
   if (d.forwarding) relay.emplace(std::move(d.job.forward_socket), d.job.config->stream_idle_timeout);
   DrainSink sink(d);
-  d.records = d.job.negotiation.records == protocol::FlagOutcome::Granted;
   protocol::RecordDecoder decoder(d.job.negotiation.sparse == protocol::FlagOutcome::Granted);
   const protocol::RecordSink record_sink{
       [&](std::uint64_t, std::span<const std::byte> bytes) { sink.data(bytes); },
@@ -458,7 +503,8 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
   // zero runs (untouched memory the kernel sends as literal zeros) reading goes on, because then
   // the spool leaves holes where splice would fill the page cache with zeros. A plain core is read
   // in whole chunks (reads return what the socket holds, often a few pages) so that zero runs
-  // spanning reads become holes too.
+  // spanning reads become holes too. A probe that is mostly data is also a compressibility sample
+  // (compressibility.h): a core zstd cannot shrink is kept as spooled, uncompressed.
   const int fd = d.job.socket.get();
   bool splicing = !d.records && !relay;
   std::uint64_t spliced = 0, since_probe = 0;
@@ -466,7 +512,10 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
   std::size_t held = 0;  // plain core bytes read into buf, not yet handed to the sink
   auto hand_on = [&] {
     if (held == 0) return;
-    if (sink.data(std::span(buf.data(), held)) * 2 < held) since_probe = 0;  // mostly data: splice again
+    if (sink.data(std::span(buf.data(), held)) * 2 < held) {  // mostly data: splice again
+      if (spliced > 0) d.sampler.sample(std::span(buf.data(), held));  // a probe, past the head
+      since_probe = 0;
+    }
     held = 0;
   };
   d.drained = drain(fd, d.job.config->stream_idle_timeout, [&]() -> Pulled {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -159,6 +160,28 @@ void Spool::release(std::uint64_t upto) {
   ::fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(released_),
               static_cast<off_t>(aligned - released_));
   released_ = aligned;
+}
+
+void Spool::write_back(std::uint64_t upto) {
+  const std::uint64_t aligned = upto / kPage * kPage;
+  if (aligned <= written_back_) return;
+  ::sync_file_range(fd_.get(), static_cast<off_t>(written_back_), static_cast<off_t>(aligned - written_back_),
+                    SYNC_FILE_RANGE_WRITE);
+  written_back_ = aligned;
+}
+
+std::uint64_t Spool::persist(int store_dirfd, const std::string& name) {
+  const auto fail = [](const char* step) {
+    const int err = errno;
+    throw StoreError(std::string(step) + ": " + std::strerror(err), err);
+  };
+  // The file may end before the core does: append() leaves trailing zero pages as holes.
+  const std::uint64_t len = size();
+  if (::ftruncate(fd_.get(), static_cast<off_t>(len)) < 0) fail("extend core file");
+  if (::fchmod(fd_.get(), kCoreFileMode) < 0) fail("fchmod core file");
+  if (::fsync(fd_.get()) < 0) fail("fsync core file");
+  link_into_store(fd_.get(), store_dirfd, name);
+  return len;
 }
 
 bool Spool::closed() const {

@@ -72,6 +72,33 @@ TEST_F(RealKernel, SegfaultIsStoredWithMetadataAndExactCore) {
   EXPECT_NE(list.find(std::to_string(pid)), std::string::npos) << list;
 }
 
+// A core of 64 MiB of random memory is not worth compressing: the spool becomes the stored core,
+// uncompressed, and it is the exact ELF core (dumpctl gives the same bytes as the file holds).
+TEST_F(RealKernel, IncompressibleCoreIsStoredUncompressed) {
+  pid_t pid = 0;
+  const auto st = crash({"--mode", "segv", "--touch-mib", "64", "--fill", "random"}, &pid);
+  ASSERT_TRUE(st.exited) << "crasher hung (SIGKILLed)";
+  EXPECT_TRUE(st.core_dumped());
+  const auto rec = stored_dump_of(pid);
+  ASSERT_TRUE(rec) << "no dump indexed for pid " << pid;
+  EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  EXPECT_EQ(rec->compression, "none");
+  EXPECT_EQ(rec->path, rec->id + ".core");
+  EXPECT_GT(rec->core_size, 64u << 20);
+  EXPECT_EQ(rec->stored_size, rec->core_size);
+  const std::string stored = store_ + "/" + rec->path;
+  EXPECT_EQ(std::filesystem::file_size(stored), rec->core_size);
+  const auto core = inspect_core(stored);
+  EXPECT_TRUE(core.is_core);
+  EXPECT_EQ(core.prstatus_signal, SIGSEGV);
+  EXPECT_EQ(core.prstatus_pid, pid);
+
+  const std::string out = *dir_ / "core.out";
+  const auto [dst, dtext] = run_capture({DUMPCTL_BIN, "--store", store_, "dump", rec->id, "-o", out});
+  ASSERT_EQ(dst.exit_code(), 0) << dtext;
+  EXPECT_EQ(read_file(out), read_file(stored)) << "dumpctl dump gives the stored bytes";
+}
+
 TEST_F(RealKernel, AbortFromSecondThreadRecordsCrashingThread) {
   pid_t pid = 0;
   const auto st = crash({"--mode", "abort-thread", "--threads", "3"}, &pid);

@@ -10,6 +10,8 @@
 
 #include <fstream>
 #include <memory>
+#include <random>
+#include <cstring>
 
 #include "daemon/store/index.h"
 #include "tests/fake_kernel/fake_kernel.h"
@@ -433,6 +435,54 @@ TEST_F(FakeKernelDaemon, DataIsSplicedAndLongZeroRunsAreRead) {
   EXPECT_GE(spliced, 16 * kMiB) << "data after the head goes by splice";
   EXPECT_LE(spliced, core.size() - 32 * kMiB) << "a zero run seen by a probe read is read, not spliced";
   EXPECT_EQ(stored_core(*r), core);
+}
+
+// A core zstd cannot shrink (random bytes past its head) is kept as the drain spooled it: no
+// compression, a raw "<id>.core" file that is the exact core. One that compresses (the same size of
+// repetitive text) is stored as zstd.
+TEST_F(FakeKernelDaemon, IncompressibleCoreIsStoredUncompressed) {
+  constexpr std::size_t kMiB = 1 << 20;
+  std::vector<std::byte> core(48 * kMiB);
+  std::mt19937_64 gen(11);
+  for (std::size_t i = 0; i < core.size(); i += 8) {
+    const auto w = gen();
+    std::memcpy(core.data() + i, &w, 8);
+  }
+  auto o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+  EXPECT_EQ(r->compression, "none");
+  EXPECT_EQ(r->path, r->id + ".core");
+  EXPECT_EQ(r->stored_size, core.size());
+  EXPECT_GE(r->extra.value("compressibility_samples", 0), 2);
+  const auto raw = read_file(store_ + "/" + r->path);
+  ASSERT_TRUE(raw);
+  EXPECT_TRUE(raw->size() == core.size() && std::memcmp(raw->data(), core.data(), core.size()) == 0)
+      << "the stored file is the core, byte for byte";
+  EXPECT_TRUE(stored_core(*r) == core) << "dumpctl dump reads it back";
+
+  const std::string text = "pid 42 request handled in 17 ms; session token cache hit; ";
+  for (std::size_t i = 0; i < core.size(); ++i) core[i] = static_cast<std::byte>(text[i % text.size()] + (i / 65536) % 3);
+  o.core = fk::CoreSource::from_buffer(core);
+  res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  std::vector<DumpRecord> all;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        all = records();
+        return all.size() == 2 && all[0].state != DumpState::InProgress && all[1].state != DumpState::InProgress;
+      },
+      15s));
+  const auto& z = all[0].id == r->id ? all[1] : all[0];
+  EXPECT_EQ(z.state, DumpState::Complete) << z.reason;
+  EXPECT_EQ(z.compression, "zstd");
+  EXPECT_EQ(z.path, z.id + ".zst");
+  EXPECT_LT(z.stored_size, core.size() / 10);
+  EXPECT_TRUE(stored_core(z) == core);
 }
 
 // A rule's own policy decides the size limit, WAIT and the environment, not the defaults: the

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/core_writer.h"  // StoreError
 #include "daemon/spool.h"
 
 using namespace coredumpd;
@@ -174,4 +175,45 @@ TEST_F(SpoolTest, SplicedBytesWakeTheReader) {
   EXPECT_EQ(seen, bytes.size());
   ::close(sv[0]);
   ::close(sv[1]);
+}
+
+// A spool kept as the stored core: linked under its name, 0640, whole (a trailing hole included,
+// which append() leaves beyond the file's end), and never over an existing file.
+TEST_F(SpoolTest, PersistLinksTheSpoolAsTheCore) {
+  Spool s(dirfd_);
+  const auto data = random_bytes(3 * kPage + 100, 7);
+  s.append(data);
+  std::vector<std::byte> zeros(32 * kPage);
+  s.append(std::vector<std::byte>(kPage - 100, std::byte{1}));  // back to a page boundary
+  s.append(zeros);                                             // a trailing hole
+  s.write_back(s.size());
+  s.close_input();
+  const auto expected = read_all(s);
+  ASSERT_EQ(expected.size(), 4 * kPage + 32 * kPage);
+
+  EXPECT_EQ(s.persist(dirfd_, "a.core"), expected.size());
+  struct stat sb {};
+  ASSERT_EQ(::fstatat(dirfd_, "a.core", &sb, 0), 0);
+  EXPECT_EQ(sb.st_mode & 07777, 0640u);
+  EXPECT_EQ(static_cast<std::uint64_t>(sb.st_size), expected.size());
+  EXPECT_LE(static_cast<std::uint64_t>(sb.st_blocks) * 512, 8 * kPage) << "the zero run stays a hole";
+  const int fd = ::openat(dirfd_, "a.core", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::vector<std::byte> back(expected.size() + 1);
+  EXPECT_EQ(::pread(fd, back.data(), back.size(), 0), static_cast<ssize_t>(expected.size()));
+  ::close(fd);
+  back.resize(expected.size());
+  EXPECT_EQ(back, expected);
+
+  Spool other(dirfd_);
+  other.append(data);
+  other.close_input();
+  try {
+    other.persist(dirfd_, "a.core");
+    FAIL() << "persist over an existing core";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.error_number, EEXIST) << e.what();
+  }
+  ASSERT_EQ(::fstatat(dirfd_, "a.core", &sb, 0), 0);
+  EXPECT_EQ(static_cast<std::uint64_t>(sb.st_size), expected.size()) << "the first core is untouched";
 }
