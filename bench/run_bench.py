@@ -652,8 +652,27 @@ def reference_compression(servers, measurements):
                 if path and os.path.exists(path):
                     ref = zstd3_size(path, path + ".zstd3", timeout=600)
                     ref.update({"from": server.name, "core_bytes": c.get("core_bytes")})
+                    ref.update(single_thread_zstd3(servers, measurements))
                     return ref
     return None
+
+
+def single_thread_zstd3(servers, measurements):
+    """Seconds `zstd -3 -T1` takes on one uncompressed core of this scenario, read from the page
+    cache: the compression step of systemd-coredump 252 (it copies the core into a file, then
+    compresses that with single-threaded zstd at its default level, 3). {} if no server kept an
+    uncompressed core (raw-write does)."""
+    for server in servers:
+        for m in measurements:
+            for c in m["crashes"] if m["server"] == server.name else []:
+                path = server.stored_file(c) if c.get("state") == "complete" else None
+                if not path or path.endswith(".zst") or not os.path.exists(path):
+                    continue
+                subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True, timeout=600)  # into the cache
+                t0 = time.monotonic()
+                subprocess.run(["zstd", "-3", "-T1", "-cq", path], stdout=subprocess.DEVNULL, check=True, timeout=600)
+                return {"zstd3_t1_seconds": time.monotonic() - t0, "zstd3_t1_from": server.name}
+    return {}
 
 
 def zstd3_size(path, scratch, timeout):
@@ -769,6 +788,29 @@ def size_table(results, servers):
     return "\n".join(lines) + "\n"
 
 
+def systemd_model_table(results):
+    """Crash → stored against a lower bound for systemd-coredump 252's pipeline on the same core:
+    draining it (raw-drain's crash → stored) plus compressing it with `zstd -3 -T1` afterwards (it
+    compresses only once the whole core is in a file). It also copies the core into that file
+    first, which the bound leaves out."""
+    lines = ["### Crash → stored against systemd-coredump 252's pipeline (lower bound)", "",
+             "| scenario | coredumpd, ms | raw-drain, ms | zstd -3 -T1, ms | systemd-coredump ≥, ms | bound / coredumpd |",
+             "|---|---|---|---|---|---|"]
+    rows = 0
+    for r in results:
+        s, ref = r["summary"], r.get("zstd_ref") or {}
+        t1 = ref.get("zstd3_t1_seconds")
+        if r["count"] > 1 or t1 is None or "coredumpd" not in s or "raw-drain" not in s:
+            continue
+        drain = s["raw-drain"]["stored_ms"]
+        bound = drain + t1 * 1000 if drain is not None else None
+        cd = s["coredumpd"]["stored_ms"]
+        lines.append("| " + " | ".join([r["name"], fmt(cd), fmt(drain), fmt(t1 * 1000), fmt(bound),
+                                         fmt(ratio(bound, cd), 2)]) + " |")
+        rows += 1
+    return "\n".join(lines) + "\n" if rows else ""
+
+
 def batch_table(results, servers):
     """For scenarios with many crashers: how many were stored and how long the whole batch took."""
     rows = [r for r in results if r["count"] > 1]
@@ -816,6 +858,7 @@ def report(env, results, servers, skipped, notes):
                               servers))
     parts.append(metric_table("Handshake accept → ack sent (ms)", "handshake_ms", results, servers, 2))
     parts.append(size_table(results, servers))
+    parts.append(systemd_model_table(results))
     parts.append(batch_table(results, servers))
     if skipped:
         parts.append("## Skipped\n\n" + "\n".join(f"- {s}" for s in skipped) + "\n")
