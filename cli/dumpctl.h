@@ -29,7 +29,7 @@ struct Io {
 
 /// Options that apply to every command.
 struct GlobalOptions {
-  std::string store = kDefaultStore;  ///< store directory holding index.sqlite and <id>.zst files
+  std::string store = kDefaultStore;  ///< store directory: index.sqlite, <id>.zst and <id>.core
 };
 
 /// `dumpctl list`.
@@ -74,10 +74,11 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io);
 /// dumps. Returns 0. Throws DumpctlError when nothing matches, IndexError on index problems.
 int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io);
 
-/// Decompresses the selected dump's core, byte-identical to what the kernel sent, to a file
-/// (written to a temporary name next to it and renamed, so a failure leaves no partial file) or to
-/// `io.out` (refused when `io.out_is_tty`). Returns 0. Throws DumpctlError when the dump has no
-/// core, its file is missing or corrupt, or on write errors.
+/// Writes the selected dump's core (decompressed, or copied from a raw core), byte-identical to
+/// what the kernel sent, to a file (written to a temporary name next to it and renamed, so a
+/// failure leaves no partial file) or to `io.out` (refused when `io.out_is_tty`). Returns 0.
+/// Throws DumpctlError when the dump has no core, its file is missing or corrupt, or on write
+/// errors.
 int cmd_dump(const GlobalOptions& g, const DumpOptions& o, const Io& io);
 
 /// Decompresses the selected dump's core to a temporary file in $TMPDIR (default /var/tmp), runs
