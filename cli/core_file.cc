@@ -189,6 +189,22 @@ std::uint64_t extract_core(const std::string& store, const DumpRecord& r, const 
   return n;
 }
 
+std::string require_raw_core(const std::string& store, const DumpRecord& r) {
+  const std::string path = require_core_file(store, r);
+  if (r.compression != kCompressionNone) {
+    throw DumpctlError("coredump " + escape_for_display(r.id) + " is not stored raw (compression '" +
+                       escape_for_display(r.compression) + "')");
+  }
+  struct stat sb {};
+  if (::stat(path.c_str(), &sb) != 0) {
+    throw DumpctlError("cannot stat core file " + escape_for_display(path) + ": " +
+                       std::strerror(errno));
+  }
+  const auto n = static_cast<std::uint64_t>(sb.st_size);
+  if (r.state == DumpState::Complete && n != r.core_size) throw core_size_error(path, n, r);
+  return path;
+}
+
 void write_all(int fd, const char* data, std::size_t size, const std::string& what) {
   while (size > 0) {
     const ssize_t n = ::write(fd, data, size);

@@ -63,6 +63,12 @@ std::string require_core_file(const std::string& store, const DumpRecord& r);
 /// to `sink` are then not a valid core.
 std::uint64_t extract_core(const std::string& store, const DumpRecord& r, const ByteSink& sink);
 
+/// The path of the record's raw core (compression "none"), for a program that reads it in place (a
+/// debugger): require_core_file(), and for Complete dumps a check that the file's size is exactly
+/// `core_size` (what extract_core() would count, without reading it). Throws DumpctlError, also if
+/// the record's compression is not "none".
+std::string require_raw_core(const std::string& store, const DumpRecord& r);
+
 /// Writes all `size` bytes to `fd`, retrying on EINTR and short writes. Throws DumpctlError naming
 /// `what` (e.g. the output file) on failure.
 void write_all(int fd, const char* data, std::size_t size, const std::string& what);

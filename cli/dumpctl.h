@@ -81,10 +81,12 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io);
 /// errors.
 int cmd_dump(const GlobalOptions& g, const DumpOptions& o, const Io& io);
 
-/// Decompresses the selected dump's core to a temporary file in $TMPDIR (default /var/tmp), runs
-/// the debugger on it (fork + execvp, SIGINT/SIGQUIT ignored while waiting), and removes the file.
-/// If the executable is gone (or replaced: " (deleted)"), the debugger gets the core alone.
-/// Returns the debugger's exit status (1 if it was killed by a signal). Throws DumpctlError.
+/// Runs the debugger (fork + execvp, SIGINT/SIGQUIT ignored while waiting) on the selected dump's
+/// core: a zstd core is decompressed to a temporary file in $TMPDIR (default /var/tmp), removed
+/// afterwards; a raw core (compression "none") is passed as its path in the store, after checking
+/// that a complete dump's file holds core_size bytes. If the executable is gone (or replaced:
+/// " (deleted)"), the debugger gets the core alone. Returns the debugger's exit status (1 if it
+/// was killed by a signal). Throws DumpctlError.
 int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io);
 
 /// Parses a full command line (`args[0]` is the program name) with CLI11 and runs the command;

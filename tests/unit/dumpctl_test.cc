@@ -869,6 +869,44 @@ TEST_F(DumpctlTest, DebugRunsTheDebuggerOnATemporaryCore) {
   EXPECT_TRUE(fs::is_empty(tmp_dir_));
 }
 
+TEST_F(DumpctlTest, DebugRunsTheDebuggerOnARawCoreInPlace) {
+  const std::string core = add_raw(1, 1, pseudo_core(2 * 1024 * 1024, 1), 1024 * 1024, "tail");
+  DumpRecord r = record(2, 2, DumpState::Truncated);
+  r.reason = "size limit";
+  r.exe = "/bin/true";
+  const std::string kept = unit::store_raw_core(store_, r, "kept bytes");
+  r.core_size = 4096;
+  r.extra["stored_core_bytes"] = kept.size();
+  insert(r);
+  const std::string args = out_dir_ + "/seen-args";
+  const std::string copy = out_dir_ + "/seen-core";
+  // The "debugger" records its arguments and what $TMPDIR holds meanwhile, and copies the core.
+  const std::string script = "printf '%s\\n' \"$@\" > '" + args + "'; ls -A \"$TMPDIR\" >> '" +
+                             args + "'; cp \"$3\" '" + copy + "'; exit 4";
+
+  const Result res = run({"debug", make_id(2), "--debugger", "/bin/sh", "--", "-c", script, "sh"});
+  EXPECT_EQ(res.rc, 4) << res.err;
+  EXPECT_NE(res.err.find("warning: the core of coredump " + make_id(2) +
+                         " is truncated; the debugger will see missing memory"),
+            std::string::npos)
+      << res.err;
+  // The store's file itself, and no temporary copy was made.
+  EXPECT_EQ(lines(read_file(args)),
+            (std::vector<std::string>{"/bin/true", "-c", store_ + "/" + make_id(2) + ".core"}));
+  EXPECT_TRUE(read_file(copy) == kept);
+  EXPECT_TRUE(read_file(store_ + "/" + make_id(2) + ".core") == kept);  // still there, unchanged
+
+  // The executable is gone: the core alone, still in place (a sparse one here).
+  const Result gone = run({"debug", make_id(1), "--debugger", "/bin/sh", "--", "-c",
+                           "cp \"$2\" '" + copy + "'; test $# -eq 2 && test \"$2\" = '" + store_ +
+                               "/" + make_id(1) + ".core'",
+                           "sh"});
+  EXPECT_EQ(gone.rc, 0) << gone.err;
+  EXPECT_NE(gone.err.find("is gone"), std::string::npos) << gone.err;
+  EXPECT_TRUE(read_file(copy) == core);
+  EXPECT_TRUE(fs::is_empty(tmp_dir_));
+}
+
 TEST_F(DumpctlTest, DebugErrors) {
   add(1, 1, "core");
   const Result nodebugger = run({"debug", make_id(1), "--debugger", "/nonexistent/gdb"});
