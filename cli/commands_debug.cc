@@ -1,4 +1,5 @@
-// `dumpctl debug`: run a debugger on a decompressed copy of the core.
+// `dumpctl debug`: run a debugger on the core: a decompressed copy of a zstd core, or a raw core
+// (compression "none") in place, since that file already is the ELF core the debugger reads.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "cli/core_file.h"
 #include "cli/dumpctl.h"
@@ -110,6 +112,16 @@ int run_and_wait(const std::vector<std::string>& argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+/// Decompresses the core of `r` into a new file in temp_dir(), closed and ready to read; the file is
+/// removed when the returned object is destroyed.
+std::unique_ptr<TempFile> decompress_to_temp(const std::string& store, const DumpRecord& r) {
+  auto copy = std::make_unique<TempFile>(temp_dir(), "dumpctl-core-");
+  const std::string shown = escape_for_display(copy->path());
+  extract_core(store, r, [&](const char* p, std::size_t n) { write_all(copy->fd(), p, n, shown); });
+  copy->close();
+  return copy;
+}
+
 }  // namespace
 
 int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io) {
@@ -123,11 +135,15 @@ int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io) {
            << " is truncated; the debugger will see missing memory\n";
   }
 
-  TempFile core(temp_dir(), "dumpctl-core-");
-  const std::string shown = escape_for_display(core.path());
-  extract_core(g.store, r,
-               [&](const char* p, std::size_t n) { write_all(core.fd(), p, n, shown); });
-  core.close();
+  // A raw core is read in place; a zstd one through a temporary copy, removed when this returns.
+  std::unique_ptr<TempFile> copy;
+  std::string core_path;
+  if (r.compression == kCompressionNone) {
+    core_path = require_raw_core(g.store, r);
+  } else {
+    copy = decompress_to_temp(g.store, r);
+    core_path = copy->path();
+  }
 
   std::vector<std::string> argv{o.debugger};
   argv.insert(argv.end(), o.args.begin(), o.args.end());
@@ -138,7 +154,7 @@ int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io) {
            << " is gone; running the debugger on the core alone\n";
   }
   argv.push_back("-c");
-  argv.push_back(core.path());
+  argv.push_back(core_path);
 
   io.out.flush();
   io.err.flush();

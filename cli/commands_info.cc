@@ -75,6 +75,14 @@ std::string size_text(std::uint64_t bytes) {
   return format_size(bytes) + " (" + std::to_string(bytes) + " bytes)";
 }
 
+/// The Compression field: "none (raw core)" for a core stored as is, so that it reads differently
+/// from a dump that stored no core at all ("none").
+std::string compression_text(const DumpRecord& r) {
+  if (r.compression.empty()) return "none";
+  if (r.compression == kCompressionNone) return "none (raw core)";
+  return escape_for_display(r.compression);
+}
+
 /// The warning for a dump whose core is not fully usable, or "" if there is nothing to warn about.
 std::string warning_for(const DumpRecord& r, CoreStatus status) {
   const std::string why = r.reason.empty() ? "" : ": " + escape_for_display(r.reason);
@@ -142,7 +150,7 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
   field(out, "State", state);
   field(out, "Core Size", size_text(r.core_size));
   field(out, "Stored Size", size_text(r.stored_size));
-  field(out, "Compression", r.compression.empty() ? "none" : escape_for_display(r.compression));
+  field(out, "Compression", compression_text(r));
   if (const auto path = core_file_path(g.store, r)) {
     field(out, "Storage", escape_for_display(*path) + " (" + core_status_name(status) + ")");
   } else {

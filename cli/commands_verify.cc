@@ -45,7 +45,7 @@ int cmd_verify(const GlobalOptions& g, const VerifyOptions& o, const Io& io) {
     }
     io.out << "Checked " << rep.files << (rep.files == 1 ? " file" : " files") << " and "
            << rep.cores << (rep.cores == 1 ? " core" : " cores");
-    if (o.deep) io.out << " (" << rep.deep_checked << " decompressed)";
+    if (o.deep) io.out << " (" << rep.deep_checked << " read in full)";
     io.out << ": ";
     if (rep.ok()) {
       io.out << "no problems found.\n";

@@ -17,6 +17,9 @@ namespace coredumpd::cli {
 
 namespace {
 
+/// Read size for raw cores: few syscalls per GiB, bounded memory.
+constexpr std::size_t kRawReadBytes = std::size_t{1} << 20;
+
 /// Closes a file descriptor on scope exit.
 struct FdCloser {
   int fd;
@@ -31,6 +34,12 @@ struct DctxFree {
 
 bool has_core_state(DumpState s) {
   return s == DumpState::Complete || s == DumpState::Truncated;
+}
+
+/// The error for a Complete dump whose core file yields `n` bytes instead of its core_size.
+DumpctlError core_size_error(const std::string& path, std::uint64_t n, const DumpRecord& r) {
+  return DumpctlError("core file " + escape_for_display(path) + " is corrupt: it holds " +
+                      std::to_string(n) + " bytes, the index says " + std::to_string(r.core_size));
 }
 
 }  // namespace
@@ -130,6 +139,25 @@ std::uint64_t decompress_zstd_file(const std::string& path, const ByteSink& sink
   return produced;
 }
 
+std::uint64_t read_raw_file(const std::string& path, const ByteSink& sink) {
+  const std::string shown = escape_for_display(path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw DumpctlError("cannot open core file " + shown + ": " + std::strerror(errno));
+  const FdCloser closer{fd};
+  std::vector<char> buf(kRawReadBytes);
+  std::uint64_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw DumpctlError("cannot read core file " + shown + ": " + std::strerror(errno));
+    }
+    if (n == 0) return total;
+    sink(buf.data(), static_cast<std::size_t>(n));
+    total += static_cast<std::uint64_t>(n);
+  }
+}
+
 std::string require_core_file(const std::string& store, const DumpRecord& r) {
   const std::string id = escape_for_display(r.id);
   const auto path = core_file_path(store, r);
@@ -138,7 +166,7 @@ std::string require_core_file(const std::string& store, const DumpRecord& r) {
     if (!r.reason.empty()) why += ": " + escape_for_display(r.reason);
     throw DumpctlError("coredump " + id + " has no stored core (" + why + ")");
   }
-  if (r.compression != "zstd") {
+  if (r.compression != kCompressionZstd && r.compression != kCompressionNone) {
     throw DumpctlError("coredump " + id + ": unsupported compression '" +
                        escape_for_display(r.compression) + "'");
   }
@@ -155,12 +183,26 @@ std::string require_core_file(const std::string& store, const DumpRecord& r) {
 
 std::uint64_t extract_core(const std::string& store, const DumpRecord& r, const ByteSink& sink) {
   const std::string path = require_core_file(store, r);
-  const std::uint64_t n = decompress_zstd_file(path, sink);
-  if (r.state == DumpState::Complete && n != r.core_size) {
-    throw DumpctlError("core file " + escape_for_display(path) + " is corrupt: it holds " +
-                       std::to_string(n) + " bytes, the index says " + std::to_string(r.core_size));
-  }
+  const std::uint64_t n = r.compression == kCompressionNone ? read_raw_file(path, sink)
+                                                            : decompress_zstd_file(path, sink);
+  if (r.state == DumpState::Complete && n != r.core_size) throw core_size_error(path, n, r);
   return n;
+}
+
+std::string require_raw_core(const std::string& store, const DumpRecord& r) {
+  const std::string path = require_core_file(store, r);
+  if (r.compression != kCompressionNone) {
+    throw DumpctlError("coredump " + escape_for_display(r.id) + " is not stored raw (compression '" +
+                       escape_for_display(r.compression) + "')");
+  }
+  struct stat sb {};
+  if (::stat(path.c_str(), &sb) != 0) {
+    throw DumpctlError("cannot stat core file " + escape_for_display(path) + ": " +
+                       std::strerror(errno));
+  }
+  const auto n = static_cast<std::uint64_t>(sb.st_size);
+  if (r.state == DumpState::Complete && n != r.core_size) throw core_size_error(path, n, r);
+  return path;
 }
 
 void write_all(int fd, const char* data, std::size_t size, const std::string& what) {

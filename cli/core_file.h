@@ -1,4 +1,5 @@
-// A dump's stored core file: where it is, whether it is usable, and streaming decompression.
+// A dump's stored core file: where it is, whether it is usable, and streaming it out (decompressed
+// from "<id>.zst", or read as is from a raw "<id>.core").
 #pragma once
 
 #include <cstddef>
@@ -35,7 +36,7 @@ std::optional<std::string> core_file_path(const std::string& store, const DumpRe
 /// The record's COREFILE status; checks whether the file exists (stat).
 CoreStatus core_status(const std::string& store, const DumpRecord& r);
 
-/// Receives decompressed bytes; may throw to abort.
+/// Receives core bytes (decompressed, or read from a raw core); may throw to abort.
 using ByteSink = std::function<void(const char* data, std::size_t size)>;
 
 /// Streams the zstd file at `path` through `sink` with bounded buffers (ZSTD_DStreamInSize /
@@ -46,14 +47,27 @@ using ByteSink = std::function<void(const char* data, std::size_t size)>;
 /// the middle of a frame. An empty file decodes to nothing.
 std::uint64_t decompress_zstd_file(const std::string& path, const ByteSink& sink);
 
+/// Streams the raw core at `path` (a file holding the core's bytes as is, maybe sparse: holes read
+/// as zeros) through `sink` in reads of at most 1 MiB: memory use does not grow with the core's
+/// size. Returns the number of bytes read. Throws DumpctlError if the file cannot be opened or read.
+std::uint64_t read_raw_file(const std::string& path, const ByteSink& sink);
+
 /// The record's core file path, checked: throws DumpctlError if the record has no stored core
-/// (its state and reason are named), uses a compression other than "zstd", or its file is missing.
+/// (its state and reason are named), uses a compression other than "zstd" or "none", or its file
+/// is missing or not a regular file.
 std::string require_core_file(const std::string& store, const DumpRecord& r);
 
-/// Decompresses the record's core through `sink`: require_core_file(), decompress_zstd_file(), and
-/// for Complete dumps a check that exactly `core_size` bytes came out. Returns the byte count.
-/// Throws DumpctlError; bytes already passed to `sink` are then not a valid core.
+/// Streams the record's core through `sink`: require_core_file(), then decompress_zstd_file() for
+/// compression "zstd" or read_raw_file() for "none", and for Complete dumps a check that exactly
+/// `core_size` bytes came out. Returns the byte count. Throws DumpctlError; bytes already passed
+/// to `sink` are then not a valid core.
 std::uint64_t extract_core(const std::string& store, const DumpRecord& r, const ByteSink& sink);
+
+/// The path of the record's raw core (compression "none"), for a program that reads it in place (a
+/// debugger): require_core_file(), and for Complete dumps a check that the file's size is exactly
+/// `core_size` (what extract_core() would count, without reading it). Throws DumpctlError, also if
+/// the record's compression is not "none".
+std::string require_raw_core(const std::string& store, const DumpRecord& r);
 
 /// Writes all `size` bytes to `fd`, retrying on EINTR and short writes. Throws DumpctlError naming
 /// `what` (e.g. the output file) on failure.

@@ -29,7 +29,7 @@ struct Io {
 
 /// Options that apply to every command.
 struct GlobalOptions {
-  std::string store = kDefaultStore;  ///< store directory holding index.sqlite and <id>.zst files
+  std::string store = kDefaultStore;  ///< store directory: index.sqlite, <id>.zst and <id>.core
 };
 
 /// `dumpctl list`.
@@ -74,16 +74,19 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io);
 /// dumps. Returns 0. Throws DumpctlError when nothing matches, IndexError on index problems.
 int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io);
 
-/// Decompresses the selected dump's core, byte-identical to what the kernel sent, to a file
-/// (written to a temporary name next to it and renamed, so a failure leaves no partial file) or to
-/// `io.out` (refused when `io.out_is_tty`). Returns 0. Throws DumpctlError when the dump has no
-/// core, its file is missing or corrupt, or on write errors.
+/// Writes the selected dump's core (decompressed, or copied from a raw core), byte-identical to
+/// what the kernel sent, to a file (written to a temporary name next to it and renamed, so a
+/// failure leaves no partial file) or to `io.out` (refused when `io.out_is_tty`). Returns 0.
+/// Throws DumpctlError when the dump has no core, its file is missing or corrupt, or on write
+/// errors.
 int cmd_dump(const GlobalOptions& g, const DumpOptions& o, const Io& io);
 
-/// Decompresses the selected dump's core to a temporary file in $TMPDIR (default /var/tmp), runs
-/// the debugger on it (fork + execvp, SIGINT/SIGQUIT ignored while waiting), and removes the file.
-/// If the executable is gone (or replaced: " (deleted)"), the debugger gets the core alone.
-/// Returns the debugger's exit status (1 if it was killed by a signal). Throws DumpctlError.
+/// Runs the debugger (fork + execvp, SIGINT/SIGQUIT ignored while waiting) on the selected dump's
+/// core: a zstd core is decompressed to a temporary file in $TMPDIR (default /var/tmp), removed
+/// afterwards; a raw core (compression "none") is passed as its path in the store, after checking
+/// that a complete dump's file holds core_size bytes. If the executable is gone (or replaced:
+/// " (deleted)"), the debugger gets the core alone. Returns the debugger's exit status (1 if it
+/// was killed by a signal). Throws DumpctlError.
 int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io);
 
 /// Parses a full command line (`args[0]` is the program name) with CLI11 and runs the command;

@@ -43,7 +43,7 @@ StoreCommands::StoreCommands(CLI::App& app) {
 
   verify_ = app.add_subcommand("verify", "Check the store against the index (exit 1 on problems)");
   verify_->add_flag("--deep", verify_opts_.deep,
-                    "Also decompress every core (zstd checksums, core sizes)");
+                    "Also read every core in full (zstd checksums, read errors, core sizes)");
   verify_->add_flag("--json", verify_opts_.json, "Print a JSON object");
 }
 

@@ -31,7 +31,7 @@ struct VacuumOptions {
 
 /// `dumpctl verify`.
 struct VerifyOptions {
-  bool deep = false;  ///< also decompress every core (checks zstd checksums and core sizes)
+  bool deep = false;  ///< also read every core in full (zstd checksums, raw read errors, sizes)
   bool json = false;  ///< print a JSON object instead of text
 };
 

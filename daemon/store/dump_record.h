@@ -12,6 +12,17 @@
 
 namespace coredumpd {
 
+/// DumpRecord::compression of a core stored as a zstd stream, in "<id>" + kZstdExtension.
+inline constexpr std::string_view kCompressionZstd = "zstd";
+/// DumpRecord::compression of a core stored uncompressed (sampling showed zstd would not shrink
+/// it), in "<id>" + kRawExtension. The file holds the core's bytes; it may be sparse (holes read
+/// as zeros).
+inline constexpr std::string_view kCompressionNone = "none";
+/// File name extension of a kCompressionZstd core.
+inline constexpr std::string_view kZstdExtension = ".zst";
+/// File name extension of a kCompressionNone core.
+inline constexpr std::string_view kRawExtension = ".core";
+
 /// Lifecycle of a record in the index. A record is shown as having a usable core only in Complete
 /// (and Truncated, with a warning).
 enum class DumpState {
@@ -59,9 +70,15 @@ struct DumpRecord {
 
   // The core and where it went.
   std::uint64_t core_size = 0;       ///< uncompressed bytes received from the kernel
-  std::uint64_t stored_size = 0;     ///< bytes on disk of the stored file
-  std::string compression;           ///< "zstd", or "" when no core is stored
-  std::string path;                  ///< core file name relative to the store dir ("<id>.zst"), or ""
+  /// st_size of the stored file. For compression "none" this equals the core bytes kept
+  /// (core_size when Complete, extra.stored_core_bytes when Truncated).
+  std::uint64_t stored_size = 0;
+  /// How the core is stored: kCompressionZstd (a zstd stream), kCompressionNone (the raw bytes,
+  /// kept as is because zstd would not shrink them), or "" when no core is stored.
+  std::string compression;
+  /// Core file name relative to the store dir: "<id>.zst" for "zstd", "<id>.core" for "none";
+  /// "" when no core is stored.
+  std::string path;
 
   /// Further metadata (negotiation, collectors' output, timings...), free-form JSON object.
   nlohmann::json extra = nlohmann::json::object();

@@ -28,6 +28,8 @@ constexpr std::uint64_t kMaxSize = static_cast<std::uint64_t>(std::numeric_limit
 constexpr std::int64_t kMaxDurationSeconds = std::numeric_limits<std::int64_t>::max() / 1'000'000;
 constexpr std::size_t kIdHexChars = 32;
 constexpr std::size_t kKinds = std::size(kGroupKinds);
+// Read size when verify reads a raw core through: big enough for few syscalls, bounded memory.
+constexpr std::size_t kRawReadBytes = std::size_t{1} << 20;
 // How often keep_free re-measures the filesystem after its estimate says the limit holds.
 constexpr int kMaxRemeasures = 3;
 
@@ -137,10 +139,20 @@ bool is_lower_hex(const std::string& s) {
                      [](char c) { return is_digit(c) || (c >= 'a' && c <= 'f'); });
 }
 
-/// True if `path` is the name the daemon gives the core of dump `id`: "<32 hex>.zst". Vacuum never
-/// unlinks anything else, whatever the index says.
+/// The id a core file name would belong to ("<id>.zst" or "<id>.core" -> "<id>"), or "".
+std::string id_of_name(const std::string& name) {
+  for (const std::string_view ext : {kZstdExtension, kRawExtension}) {
+    if (name.size() <= ext.size() || !name.ends_with(ext)) continue;
+    std::string id = name.substr(0, name.size() - ext.size());
+    return id.size() == kIdHexChars && is_lower_hex(id) ? id : std::string();
+  }
+  return {};
+}
+
+/// True if `path` is a name the daemon gives the core of dump `id`: "<32 hex>.zst" or
+/// "<32 hex>.core". Vacuum never unlinks anything else, whatever the index says.
 bool is_generated_name(const std::string& id, const std::string& path) {
-  return id.size() == kIdHexChars && is_lower_hex(id) && path == id + ".zst";
+  return !id.empty() && id_of_name(path) == id;
 }
 
 std::int64_t to_us(std::chrono::system_clock::time_point t) {
@@ -227,7 +239,8 @@ class Vacuumer {
       if (e.rec.state == DumpState::InProgress || e.rec.id == keep_id_) continue;
       if (!e.rec.path.empty() && !is_generated_name(e.rec.id, e.rec.path)) {
         result_.errors.push_back("dump " + e.rec.id +
-                                 ": core path is not \"<id>.zst\"; not deleted (max_age)");
+                                 ": core path is not \"<id>.zst\" or \"<id>.core\"; not deleted"
+                                 " (max_age)");
         e.done = true;
         continue;
       }
@@ -493,29 +506,27 @@ struct DctxFree {
   void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
 };
 
-/// Outcome of decompressing one core.
+/// Outcome of reading one core through.
 struct DeepResult {
   std::optional<VerifyProblem> problem;
   std::string detail;
-  std::uint64_t bytes = 0;  // decompressed
+  std::uint64_t bytes = 0;  // core bytes: decompressed (zstd) or read as is (raw)
 };
 
-DeepResult deep_check(int dirfd, const std::string& name) {
+/// A DeepResult that reports problem `p`.
+DeepResult deep_failure(VerifyProblem p, std::string detail) {
   DeepResult res;
-  const auto fail = [&](VerifyProblem p, std::string detail) {
-    res.problem = p;
-    res.detail = std::move(detail);
-    return res;
-  };
-  const int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) return fail(VerifyProblem::Unreadable, "cannot open: " + errno_text(errno));
-  const FdGuard guard{fd};
-  struct stat sb {};
-  if (::fstat(fd, &sb) != 0) return fail(VerifyProblem::Unreadable, "fstat: " + errno_text(errno));
-  if (!S_ISREG(sb.st_mode)) return fail(VerifyProblem::NotRegular, file_type_name(sb.st_mode));
+  res.problem = p;
+  res.detail = std::move(detail);
+  return res;
+}
 
+/// Decompresses the zstd stream on `fd` with bounded buffers (output discarded), which checks
+/// every frame's content checksum.
+DeepResult decompress_through(int fd) {
+  DeepResult res;
   const std::unique_ptr<ZSTD_DCtx, DctxFree> dctx(ZSTD_createDCtx());
-  if (!dctx) return fail(VerifyProblem::Unreadable, "out of memory for a zstd context");
+  if (!dctx) return deep_failure(VerifyProblem::Unreadable, "out of memory for a zstd context");
   // Accept the windows the daemon may write (long-distance mode), as dumpctl dump does.
   ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, 31);
   std::vector<char> in_buf(ZSTD_DStreamInSize());
@@ -525,7 +536,7 @@ DeepResult deep_check(int dirfd, const std::string& name) {
     const ssize_t n = ::read(fd, in_buf.data(), in_buf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      return fail(VerifyProblem::Unreadable, "read: " + errno_text(errno));
+      return deep_failure(VerifyProblem::Unreadable, "read: " + errno_text(errno));
     }
     if (n == 0) break;
     ZSTD_inBuffer in{in_buf.data(), static_cast<std::size_t>(n), 0};
@@ -534,25 +545,48 @@ DeepResult deep_check(int dirfd, const std::string& name) {
       out = ZSTD_outBuffer{out_buf.data(), out_buf.size(), 0};
       pending = ZSTD_decompressStream(dctx.get(), &out, &in);
       if (ZSTD_isError(pending))
-        return fail(VerifyProblem::Corrupt,
-                    std::string("zstd: ") + ZSTD_getErrorName(pending) + " after " +
-                        std::to_string(res.bytes) + " decompressed bytes");
+        return deep_failure(VerifyProblem::Corrupt,
+                            std::string("zstd: ") + ZSTD_getErrorName(pending) + " after " +
+                                std::to_string(res.bytes) + " decompressed bytes");
       res.bytes += out.pos;
     } while (in.pos < in.size || out.pos == out.size);
   }
   if (pending != 0)
-    return fail(VerifyProblem::Corrupt, "ends in the middle of a zstd frame after " +
-                                            std::to_string(res.bytes) + " decompressed bytes");
+    return deep_failure(VerifyProblem::Corrupt, "ends in the middle of a zstd frame after " +
+                                                    std::to_string(res.bytes) +
+                                                    " decompressed bytes");
   return res;
 }
 
-/// The id a file name would belong to ("<id>.zst" -> "<id>"), or "".
-std::string id_of_name(const std::string& name) {
-  constexpr std::string_view kExt = ".zst";
-  if (name.size() <= kExt.size() || name.compare(name.size() - kExt.size(), kExt.size(), kExt) != 0)
-    return {};
-  std::string id = name.substr(0, name.size() - kExt.size());
-  return id.size() == kIdHexChars && is_lower_hex(id) ? id : std::string();
+/// Reads the raw core on `fd` to its end (holes read as zeros), counting its bytes: a raw core has
+/// no checksum, so this only proves every byte can be read.
+DeepResult read_through(int fd) {
+  DeepResult res;
+  std::vector<char> buf(kRawReadBytes);
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return deep_failure(VerifyProblem::Unreadable, "read: " + errno_text(errno) + " after " +
+                                                         std::to_string(res.bytes) + " bytes");
+    }
+    if (n == 0) return res;
+    res.bytes += static_cast<std::uint64_t>(n);
+  }
+}
+
+/// Reads the core file `name` through as its row's `compression` says it is stored: decompresses
+/// a zstd file, reads a raw ("none") one as is. Never follows a symlink.
+DeepResult deep_check(int dirfd, const std::string& name, const std::string& compression) {
+  const int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return deep_failure(VerifyProblem::Unreadable, "cannot open: " + errno_text(errno));
+  const FdGuard guard{fd};
+  struct stat sb {};
+  if (::fstat(fd, &sb) != 0)
+    return deep_failure(VerifyProblem::Unreadable, "fstat: " + errno_text(errno));
+  if (!S_ISREG(sb.st_mode))
+    return deep_failure(VerifyProblem::NotRegular, file_type_name(sb.st_mode));
+  return compression == kCompressionNone ? read_through(fd) : decompress_through(fd);
 }
 
 /// True if `r` accounts for a file named `name` (a core that is, or is being, stored).
@@ -914,7 +948,7 @@ VerifyReport verify(const Index& index, int store_dirfd, bool deep) {
     }
     if (!deep) continue;
     ++rep.deep_checked;
-    const DeepResult d = deep_check(store_dirfd, name);
+    const DeepResult d = deep_check(store_dirfd, name, r->compression);
     if (d.problem) {
       issue(*d.problem, name, r->id, d.detail);
       continue;
@@ -928,8 +962,8 @@ VerifyReport verify(const Index& index, int store_dirfd, bool deep) {
     }
     if (want && d.bytes != *want)
       issue(VerifyProblem::CoreSizeMismatch, name, r->id,
-            "decompresses to " + std::to_string(d.bytes) + " bytes, the index says " +
-                std::to_string(*want));
+            (r->compression == kCompressionNone ? "holds " : "decompresses to ") +
+                std::to_string(d.bytes) + " bytes, the index says " + std::to_string(*want));
   }
 
   for (const auto& r : rows) {

@@ -7,7 +7,8 @@
 // What vacuuming does to the index (the history of crashes stays, the cores go):
 //   - a dump evicted for a size limit (per-uid / per-rule quota, max_use, keep_free) keeps its row
 //     and its state; its `path` is cleared and `extra["vacuumed"]` records why and when:
-//     {"reason": "max_use", "time_us": <UTC µs>, "path": "<id>.zst", "stored_size": <bytes>}.
+//     {"reason": "max_use", "time_us": <UTC µs>, "path": "<id>.zst", "stored_size": <bytes>}
+//     (the path is "<id>.core" for a core stored uncompressed, compression "none").
 //     `stored_size` keeps its value (how big the core was); usage no longer counts it because a
 //     dump counts only while it has a `path`.
 //   - a row older than max_age (any state but in_progress) is deleted entirely, its core file
@@ -166,10 +167,10 @@ struct VacuumResult {
 /// own uid and rule groups, and for max_use and keep_free), a core that crashed after it: a dump
 /// that crashed first may finish storing last, and oldest-first must hold for it too (the limit is
 /// then reported unmet, and the next vacuum removes it first). Never deletes in_progress dumps,
-/// or anything but names of the form "<32 lower-case hex>.zst" equal to "<row id>.zst"; files are
-/// removed with unlinkat() relative to `store_dirfd`, which never follows a symlink (a symlink is
-/// removed, its target is untouched). keep_free counts the blocks of each removed file as freed (so it also
-/// works where space is released lazily). Before each deletion the row is read again and skipped
+/// or anything but the names the daemon gives a row's core, "<row id>.zst" or "<row id>.core"
+/// (the id being 32 lower-case hex); files are removed with unlinkat() relative to `store_dirfd`,
+/// which never follows a symlink (a symlink is removed, its target is untouched). keep_free counts
+/// the blocks of each removed file as freed (so it also works where space is released lazily). Before each deletion the row is read again and skipped
 /// if it changed (another vacuum got there first). `dry_run` changes nothing and reports what
 /// would be removed. Limits that cannot be met are listed in `unmet`; per-dump failures in
 /// `errors`. Throws IndexError only if the index cannot be listed. Calls on the same store must be
@@ -205,8 +206,11 @@ enum class VerifyProblem {
   Missing,           ///< a complete/truncated row whose core file is not in the store
   NotRegular,        ///< a row's core name is a symlink, directory, ...: never followed
   SizeMismatch,      ///< the file's size differs from the row's stored_size
-  Corrupt,           ///< (deep) the file is not a valid zstd stream or fails its checksum
-  CoreSizeMismatch,  ///< (deep) decompressed bytes differ from core_size (complete dumps)
+  Corrupt,           ///< (deep) a zstd file is not a valid zstd stream or fails its checksum
+                     ///< (a raw core has no checksum: it cannot be found corrupt)
+  /// (deep) the core bytes (decompressed, or read from a raw core) differ from core_size
+  /// (complete dumps) or extra.stored_core_bytes (truncated dumps)
+  CoreSizeMismatch,
   Unreadable,        ///< the file or directory could not be examined (errno text in detail)
 };
 
@@ -227,18 +231,21 @@ struct VerifyReport {
   std::vector<VerifyIssue> issues;
   std::uint64_t files = 0;         ///< directory entries examined (not dotfiles, not index.sqlite*)
   std::uint64_t cores = 0;         ///< rows that hold_core()
-  std::uint64_t deep_checked = 0;  ///< files fully decompressed (deep)
+  std::uint64_t deep_checked = 0;  ///< files read through (deep): decompressed, or read if raw
   /// True if nothing was found.
   bool ok() const { return issues.empty(); }
 };
 
 /// Compares the store directory with the index: orphan files (ignoring dotfiles such as
 /// `.partial-*` and `index.sqlite*`), missing files, non-regular entries where a core should be,
-/// size mismatches, and with `deep` also decompresses each core (bounded memory, output
-/// discarded), which checks the zstd content checksum and that a complete dump decodes to exactly
-/// core_size bytes. Never follows symlinks and never modifies anything. Findings that could be a
-/// race with a running daemon (file or row created/removed during the scan) are re-checked
-/// before being reported. Throws IndexError if the index cannot be read.
+/// size mismatches (the file's st_size against stored_size, for both formats), and with `deep`
+/// also reads each core through (bounded memory, output discarded) as its row's compression says:
+/// a zstd file is decompressed, which checks its content checksums; a raw core (compression
+/// "none") is read as is, which finds read errors. Either way the core bytes it yields must be
+/// core_size for a complete dump (extra.stored_core_bytes for a truncated one, when recorded).
+/// Never follows symlinks and never modifies anything. Findings that could be a race with a
+/// running daemon (file or row created/removed during the scan) are re-checked before being
+/// reported. Throws IndexError if the index cannot be read.
 VerifyReport verify(const Index& index, int store_dirfd, bool deep = false);
 
 }  // namespace coredumpd

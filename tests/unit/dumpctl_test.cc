@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -126,9 +127,8 @@ class DumpctlTest : public ::testing::Test {
     fs::remove_all(root_);
   }
 
-  /// A record with sensible defaults; `core` (if any) is compressed into <store>/<id>.zst.
-  DumpRecord add(int n, std::int64_t ts, const std::optional<std::string>& core,
-                 DumpState state = DumpState::Complete, std::size_t frame_size = SIZE_MAX) {
+  /// A record with sensible defaults and no core (not inserted).
+  static DumpRecord record(int n, std::int64_t ts, DumpState state) {
     DumpRecord r;
     r.id = make_id(n);
     r.state = state;
@@ -141,6 +141,13 @@ class DumpctlTest : public ::testing::Test {
     r.argv = {r.exe};
     r.signal = SIGSEGV;
     r.boot_id = "bootid";
+    return r;
+  }
+
+  /// A record with sensible defaults; `core` (if any) is compressed into <store>/<id>.zst.
+  DumpRecord add(int n, std::int64_t ts, const std::optional<std::string>& core,
+                 DumpState state = DumpState::Complete, std::size_t frame_size = SIZE_MAX) {
+    DumpRecord r = record(n, ts, state);
     if (core) {
       const std::string z = zstd_compress(*core, frame_size);
       r.core_size = core->size();
@@ -151,6 +158,15 @@ class DumpctlTest : public ::testing::Test {
     }
     insert(r);
     return r;
+  }
+  /// A record whose core is stored uncompressed in <store>/<id>.core (compression "none"): `head`,
+  /// then `hole` zero bytes left sparse, then `tail`. Returns the core's bytes.
+  std::string add_raw(int n, std::int64_t ts, const std::string& head, std::size_t hole = 0,
+                      const std::string& tail = "", DumpState state = DumpState::Complete) {
+    DumpRecord r = record(n, ts, state);
+    std::string core = unit::store_raw_core(store_, r, head, hole, tail);
+    insert(r);
+    return core;
   }
   void insert(const DumpRecord& r) {
     Index idx(store_, true);
@@ -247,6 +263,42 @@ TEST_F(DumpctlTest, ListCorefileColumn) {
   const std::string size = format_size(p.stored_size);
   EXPECT_EQ(ls[1].substr(ls[1].size() - size.size()), size) << ls[1];
   EXPECT_EQ(ls[2].back(), '-');
+}
+
+TEST_F(DumpctlTest, ListAndInfoOfARawCore) {
+  const std::string core = add_raw(1, 1, pseudo_core(5000, 1));
+  add_raw(2, 2, "cut", 0, "", DumpState::Truncated);
+  add(3, 3, std::nullopt, DumpState::MetadataOnly);
+  const Result list = run({"list"});
+  ASSERT_EQ(list.rc, 0) << list.err;
+  const auto ls = lines(list.out);
+  ASSERT_EQ(ls.size(), 4U);
+  const std::size_t col = ls[0].find("COREFILE");
+  EXPECT_EQ(ls[1].compare(col, 8, "present "), 0) << ls[1];
+  EXPECT_EQ(ls[2].compare(col, 10, "truncated "), 0) << ls[2];
+  const std::string size = format_size(core.size());  // stored size: the core's own
+  EXPECT_EQ(ls[1].substr(ls[1].size() - size.size()), size) << ls[1];
+
+  const Result info = run({"info", make_id(1)});
+  ASSERT_EQ(info.rc, 0) << info.err;
+  EXPECT_EQ(info.err, "");
+  const auto has = [&](const std::string& s) {
+    EXPECT_NE(info.out.find(s), std::string::npos) << "missing: " << s << "\n" << info.out;
+  };
+  has("Core Size: 4.9K (5000 bytes)\n");
+  has("Stored Size: 4.9K (5000 bytes)\n");
+  has("Compression: none (raw core)\n");
+  has("Storage: " + store_ + "/" + make_id(1) + ".core (present)\n");
+  // A dump without any core still reads "none", without "(raw core)".
+  const Result meta = run({"info", make_id(3)});
+  EXPECT_NE(meta.out.find("Compression: none\n"), std::string::npos) << meta.out;
+
+  const Result json = run({"info", make_id(1), "--json"});
+  ASSERT_EQ(json.rc, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["compression"], "none");
+  EXPECT_EQ(j["path"], make_id(1) + ".core");
+  EXPECT_EQ(j["stored_size"], j["core_size"]);
 }
 
 TEST_F(DumpctlTest, ListJsonRoundTripsArgvBytes) {
@@ -644,6 +696,74 @@ TEST_F(DumpctlTest, DumpIsByteIdenticalToFileAndStdout) {
   EXPECT_EQ(std::distance(fs::directory_iterator(out_dir_), fs::directory_iterator()), 2);
 }
 
+TEST_F(DumpctlTest, DumpOfARawCoreIsByteIdentical) {
+  // Bigger than the 1 MiB reads and not a multiple of them; then a sparse file with a hole in the
+  // middle that spans several reads, as the daemon links a sparse spool file; then an empty core.
+  const std::string big = add_raw(1, 1, pseudo_core(3 * 1024 * 1024 + 123, 1));
+  const std::string sparse =
+      add_raw(2, 2, pseudo_core(8192, 2), 5 * 1024 * 1024 + 7, pseudo_core(4096 + 3, 3));
+  struct stat sb {};
+  ASSERT_EQ(::stat((store_ + "/" + make_id(2) + ".core").c_str(), &sb), 0);
+  ASSERT_LT(static_cast<std::uint64_t>(sb.st_blocks) * 512U, 1024U * 1024U) << "not sparse";
+  add_raw(3, 3, "");
+  // A truncated raw core holds the bytes that were kept, less than core_size: dumped with a warning.
+  DumpRecord t = record(4, 4, DumpState::Truncated);
+  const std::string kept = unit::store_raw_core(store_, t, pseudo_core(100000, 4));
+  t.core_size = 1000000;
+  t.extra["stored_core_bytes"] = kept.size();
+  insert(t);
+
+  for (const auto& [n, want] : std::vector<std::pair<int, std::string>>{
+           {1, big}, {2, sparse}, {3, ""}, {4, kept}}) {
+    const std::string file = out_dir_ + "/core" + std::to_string(n);
+    const Result res = run({"dump", make_id(n), "-o", file});
+    ASSERT_EQ(res.rc, 0) << n << ": " << res.err;
+    EXPECT_EQ(fs::file_size(file), want.size()) << n;
+    EXPECT_TRUE(read_file(file) == want) << n;
+    EXPECT_EQ(res.err.find("truncated") != std::string::npos, n == 4) << res.err;
+  }
+  const Result to_stdout = run({"dump", make_id(2)});
+  ASSERT_EQ(to_stdout.rc, 0) << to_stdout.err;
+  EXPECT_TRUE(to_stdout.out == sparse);
+  // The store is read, never changed.
+  EXPECT_TRUE(read_file(store_ + "/" + make_id(1) + ".core") == big);
+}
+
+TEST_F(DumpctlTest, RawCoreShorterThanItsCoreSizeIsAnError) {
+  DumpRecord r = record(1, 1, DumpState::Complete);
+  const std::string core = unit::store_raw_core(store_, r, pseudo_core(300000, 1));
+  r.core_size = core.size() + 10;  // the file lost its last bytes, or the index is wrong
+  insert(r);
+  DumpRecord odd = record(2, 2, DumpState::Complete);
+  unit::store_raw_core(store_, odd, "raw");
+  odd.compression = "lz4";  // only "zstd" and "none" are known
+  insert(odd);
+
+  const std::string file = out_dir_ + "/core";
+  const Result res = run({"dump", make_id(1), "-o", file});
+  EXPECT_EQ(res.rc, 1);
+  EXPECT_EQ(res.err, "dumpctl: core file " + store_ + "/" + make_id(1) +
+                         ".core is corrupt: it holds 300000 bytes, the index says 300010\n");
+  EXPECT_FALSE(fs::exists(file));
+  EXPECT_EQ(run({"dump", make_id(1)}).rc, 1);
+
+  // The debugger is not run on it either (it reads the file in place, so dumpctl checks the size).
+  const std::string ran = out_dir_ + "/ran";
+  const Result dbg = run({"debug", make_id(1), "--debugger", "/bin/sh", "--", "-c",
+                          "touch '" + ran + "'", "sh"});
+  EXPECT_EQ(dbg.rc, 1);
+  EXPECT_NE(dbg.err.find("it holds 300000 bytes, the index says 300010"), std::string::npos)
+      << dbg.err;
+  EXPECT_FALSE(fs::exists(ran));
+
+  const Result lz4 = run({"dump", make_id(2), "-o", file});
+  EXPECT_EQ(lz4.rc, 1);
+  EXPECT_EQ(lz4.err, "dumpctl: coredump " + make_id(2) + ": unsupported compression 'lz4'\n");
+  EXPECT_FALSE(fs::exists(file));
+  EXPECT_TRUE(fs::is_empty(out_dir_));
+  EXPECT_TRUE(fs::is_empty(tmp_dir_));
+}
+
 TEST_F(DumpctlTest, DumpRefusesATerminal) {
   add(1, 1, "core");
   const Result res = run({"dump", make_id(1)}, /*tty=*/true);
@@ -746,6 +866,44 @@ TEST_F(DumpctlTest, DebugRunsTheDebuggerOnATemporaryCore) {
                            "test \"$1\" = -c && test -s \"$2\" && test $# -eq 2", "sh"});
   EXPECT_EQ(gone.rc, 0) << gone.err;
   EXPECT_NE(gone.err.find("is gone"), std::string::npos);
+  EXPECT_TRUE(fs::is_empty(tmp_dir_));
+}
+
+TEST_F(DumpctlTest, DebugRunsTheDebuggerOnARawCoreInPlace) {
+  const std::string core = add_raw(1, 1, pseudo_core(2 * 1024 * 1024, 1), 1024 * 1024, "tail");
+  DumpRecord r = record(2, 2, DumpState::Truncated);
+  r.reason = "size limit";
+  r.exe = "/bin/true";
+  const std::string kept = unit::store_raw_core(store_, r, "kept bytes");
+  r.core_size = 4096;
+  r.extra["stored_core_bytes"] = kept.size();
+  insert(r);
+  const std::string args = out_dir_ + "/seen-args";
+  const std::string copy = out_dir_ + "/seen-core";
+  // The "debugger" records its arguments and what $TMPDIR holds meanwhile, and copies the core.
+  const std::string script = "printf '%s\\n' \"$@\" > '" + args + "'; ls -A \"$TMPDIR\" >> '" +
+                             args + "'; cp \"$3\" '" + copy + "'; exit 4";
+
+  const Result res = run({"debug", make_id(2), "--debugger", "/bin/sh", "--", "-c", script, "sh"});
+  EXPECT_EQ(res.rc, 4) << res.err;
+  EXPECT_NE(res.err.find("warning: the core of coredump " + make_id(2) +
+                         " is truncated; the debugger will see missing memory"),
+            std::string::npos)
+      << res.err;
+  // The store's file itself, and no temporary copy was made.
+  EXPECT_EQ(lines(read_file(args)),
+            (std::vector<std::string>{"/bin/true", "-c", store_ + "/" + make_id(2) + ".core"}));
+  EXPECT_TRUE(read_file(copy) == kept);
+  EXPECT_TRUE(read_file(store_ + "/" + make_id(2) + ".core") == kept);  // still there, unchanged
+
+  // The executable is gone: the core alone, still in place (a sparse one here).
+  const Result gone = run({"debug", make_id(1), "--debugger", "/bin/sh", "--", "-c",
+                           "cp \"$2\" '" + copy + "'; test $# -eq 2 && test \"$2\" = '" + store_ +
+                               "/" + make_id(1) + ".core'",
+                           "sh"});
+  EXPECT_EQ(gone.rc, 0) << gone.err;
+  EXPECT_NE(gone.err.find("is gone"), std::string::npos) << gone.err;
+  EXPECT_TRUE(read_file(copy) == core);
   EXPECT_TRUE(fs::is_empty(tmp_dir_));
 }
 

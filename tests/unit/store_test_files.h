@@ -1,8 +1,11 @@
 // Shared by the unit tests that build a store by hand (retention, dumpctl): dump ids, whole files,
-// and cores compressed the way the daemon writes them.
+// cores compressed the way the daemon writes them, and raw (uncompressed, maybe sparse) cores.
 #pragma once
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -11,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "daemon/store/dump_record.h"
 
 namespace coredumpd::unit {
 
@@ -53,6 +58,33 @@ inline std::string zstd_compress(const std::string& data, std::size_t frame_size
   } while (pos < data.size());
   ZSTD_freeCCtx(cctx);
   return out;
+}
+
+/// Writes `head`, then a hole of `hole` bytes (never written: it reads as zeros and takes no
+/// blocks), then `tail` to a new file at `path`. Returns the bytes a reader sees.
+inline std::string write_sparse_file(const std::string& path, const std::string& head,
+                                     std::size_t hole, const std::string& tail) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  EXPECT_GE(fd, 0) << path;
+  EXPECT_EQ(::write(fd, head.data(), head.size()), static_cast<ssize_t>(head.size()));
+  EXPECT_EQ(::lseek(fd, static_cast<off_t>(hole), SEEK_CUR),
+            static_cast<off_t>(head.size() + hole));
+  EXPECT_EQ(::write(fd, tail.data(), tail.size()), static_cast<ssize_t>(tail.size()));
+  ::close(fd);
+  return head + std::string(hole, '\0') + tail;
+}
+
+/// Makes `r` a dump whose core is stored uncompressed, as the daemon stores an incompressible core:
+/// compression "none", path "<id>.core", core_size and stored_size the core's size. Writes the
+/// file into `store`: `head` alone, or with a `hole` and `tail` a sparse file. Returns the core.
+inline std::string store_raw_core(const std::string& store, DumpRecord& r, const std::string& head,
+                                  std::size_t hole = 0, const std::string& tail = "") {
+  r.compression = std::string(kCompressionNone);
+  r.path = r.id + std::string(kRawExtension);
+  const std::string core = write_sparse_file(store + "/" + r.path, head, hole, tail);
+  r.core_size = core.size();
+  r.stored_size = core.size();
+  return core;
 }
 
 }  // namespace coredumpd::unit
