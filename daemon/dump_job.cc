@@ -377,8 +377,8 @@ void compress(const std::shared_ptr<InFlight>& dp) {
   const bool keep = error.empty() && d.spool_error.empty() && !d.malformed && writer && !d.forwarded;
   if (keep && uncompressed) {
     writer.reset();
-    r.compression = "none";
-    r.path = r.id + ".core";
+    r.compression = kCompressionNone;
+    r.path = r.id + std::string(kRawExtension);
     try {
       stored = d.spool->persist(d.ctx.store_dirfd, r.path);
     } catch (const StoreError& e) {
@@ -473,8 +473,8 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
   InFlight& d = *dp;
   auto& r = d.job.record;
   r.state = DumpState::InProgress;
-  r.compression = "zstd";
-  r.path = r.id + ".zst";
+  r.compression = kCompressionZstd;
+  r.path = r.id + std::string(kZstdExtension);
   d.indexed = save_record(ctx, r, false);
 
   d.forwarding = static_cast<bool>(d.job.forward_socket);

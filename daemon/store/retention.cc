@@ -589,9 +589,12 @@ DeepResult deep_check(int dirfd, const std::string& name, const std::string& com
   return compression == kCompressionNone ? read_through(fd) : decompress_through(fd);
 }
 
-/// True if `r` accounts for a file named `name` (a core that is, or is being, stored).
+/// True if `r` accounts for a file named `name` (a core that is, or is being, stored). An
+/// InProgress row accounts for either format's file: the daemon decides at the end of the stream
+/// whether the core is kept raw, links `<id>.core`, and only then updates the row's path.
 bool accounts_for(const DumpRecord& r, const std::string& name) {
-  return r.path == name && (holds_core(r) || r.state == DumpState::InProgress);
+  if (r.state == DumpState::InProgress) return id_of_name(name) == r.id;
+  return r.path == name && holds_core(r);
 }
 
 }  // namespace

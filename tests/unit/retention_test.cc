@@ -775,10 +775,14 @@ TEST_F(RetentionTest, VerifyCleanStore) {
   add(2, 1000, 90s, std::string(100000, 'x'));
   add(3, 1000, 80s, "", "", DumpState::Failed);
   add(4, 1000, 70s, "streaming", "", DumpState::InProgress);  // file linked, row not yet updated
+  // A raw core linked while its row still says "<id>.zst" (the daemon updates the row after).
+  add(5, 1000, 60s, "", "", DumpState::InProgress);
+  ASSERT_EQ(::unlink((store_ + "/" + make_id(5) + ".zst").c_str()), 0);
+  write_file(store_ + "/" + make_id(5) + ".core", "raw, row not yet updated");
   write_file(store_ + "/.partial-" + make_id(9) + ".zst", "half");
   const VerifyReport v = verify(*index_, dirfd_, true);
   EXPECT_TRUE(v.ok()) << v.issues[0].name << ": " << v.issues[0].detail;
-  EXPECT_EQ(v.files, 3U);  // not index.sqlite*, not the dotfile
+  EXPECT_EQ(v.files, 4U);  // not index.sqlite*, not the dotfile
   EXPECT_EQ(v.cores, 2U);
   EXPECT_EQ(v.deep_checked, 2U);
 }
