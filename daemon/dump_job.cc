@@ -274,30 +274,21 @@ bool incompressible(const CoreWriter& w) {
   return w.bytes_in() >= (4 << 20) && w.bytes_out() * 100 >= w.bytes_in() * 95;
 }
 
-// Follows the spool while the drain's samples cannot tell or say the core is incompressible, writing
-// back what came in meanwhile (so the final fsync waits only for the tail). Returns true if, when
-// the stream has ended, the core is still judged incompressible: the spool is then the stored core.
+// Waits while the drain's samples cannot tell or say the core is incompressible. Returns true if,
+// when the stream has ended, it is still judged incompressible: the spool is then the stored core.
 // Returns false as soon as the samples say it compresses (nothing of it was compressed yet: the
-// caller starts from byte 0).
+// caller starts from byte 0). Nothing is compressed while the verdict is open, because a compressed
+// part is punched out of the spool, which could then no longer be kept.
 //
-// Nothing is compressed while the verdict is open, because a compressed part is punched out of the
-// spool, which could then no longer be kept. Write-back runs out of SCHED_IDLE: it costs little
-// CPU but must keep pace with the drain, or the fsync at the end waits for the whole core.
+// The spool is not written back to disk while the core streams in: on this 2-vCPU VM that slowed
+// the drain, and so the task's release, by about 30 % (512 MiB random core: release 1.3x the
+// raw-drain server instead of 1.05x), to store it about 15 % sooner (bench/README.md, "Measured
+// design choices").
 bool keep_spool_uncompressed(InFlight& d) {
-  std::uint64_t seen = 0;
-  bool writing_back = false;
-  for (;;) {
+  for (std::uint64_t seen = 0;;) {
     const bool closed = d.spool->closed();  // before the verdict: the drain samples, then closes
     const auto verdict = d.sampler.verdict();
-    if (verdict == CompressibilitySampler::Verdict::Compressible) {
-      if (writing_back) compress_while_streaming();  // back to idle-class for the compressing
-      return false;
-    }
-    if (verdict == CompressibilitySampler::Verdict::Incompressible) {
-      if (!writing_back) compress_after_stream();
-      writing_back = true;
-      d.spool->write_back(seen);
-    }
+    if (verdict == CompressibilitySampler::Verdict::Compressible) return false;
     if (closed) return verdict == CompressibilitySampler::Verdict::Incompressible;
     seen = d.spool->wait_beyond(seen);
   }

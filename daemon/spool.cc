@@ -162,14 +162,6 @@ void Spool::release(std::uint64_t upto) {
   released_ = aligned;
 }
 
-void Spool::write_back(std::uint64_t upto) {
-  const std::uint64_t aligned = upto / kPage * kPage;
-  if (aligned <= written_back_) return;
-  ::sync_file_range(fd_.get(), static_cast<off_t>(written_back_), static_cast<off_t>(aligned - written_back_),
-                    SYNC_FILE_RANGE_WRITE);
-  written_back_ = aligned;
-}
-
 std::uint64_t Spool::persist(int store_dirfd, const std::string& name) {
   const auto fail = [](const char* step) {
     const int err = errno;

@@ -6,7 +6,7 @@
 // must see the bytes (record streams, forwarding, the ELF notes at the head), appends what it read;
 // there runs of zero pages become holes. The compressor reads behind it and punches out what it
 // has compressed, so the disk holds only the lag between the two. A core not worth compressing
-// skips that: the spool itself is written back as it fills and linked into the store (persist()).
+// skips that: the spool itself is made durable and linked into the store (persist()).
 #pragma once
 
 #include <condition_variable>
@@ -56,10 +56,6 @@ class Spool {
   /// Frees the disk blocks of [0, upto) (already compressed). Best effort.
   void release(std::uint64_t upto);
 
-  /// Starts writing [0, upto) to disk in the background (sync_file_range(2),
-  /// SYNC_FILE_RANGE_WRITE), so that a later persist() waits only for the tail. Best effort; only
-  /// for a spool that may become the stored core.
-  void write_back(std::uint64_t upto);
   /// Keeps the spool as the stored, uncompressed core `name` in `store_dirfd`: mode 0640, fsync,
   /// link (link_into_store()). Call once the input is closed, on a spool never release()d.
   /// Returns the file's size in bytes. Throws StoreError; nothing is left under `name` then.
@@ -81,7 +77,6 @@ class Spool {
   bool closed_ = false;          // guarded by mu_
   std::uint64_t write_pos_ = 0;  // drain thread only
   std::uint64_t released_ = 0;   // compressor thread only
-  std::uint64_t written_back_ = 0;  // compressor thread only
 };
 
 }  // namespace coredumpd
