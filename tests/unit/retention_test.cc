@@ -787,6 +787,19 @@ TEST_F(RetentionTest, VerifyCleanStore) {
   EXPECT_EQ(v.deep_checked, 2U);
 }
 
+// A well-compressible core whose size is a multiple of 128 KiB (zstd's block size and its
+// streaming output buffer): the decoder's last output exactly fills the buffer, and a further call
+// after the frame's end must not be taken for "ends in the middle of a zstd frame". Found with
+// 40 MiB text cores from the daemon; the smallest such core is one block.
+TEST_F(RetentionTest, VerifyDeepAcceptsCoresOfWholeZstdBlocks) {
+  add(1, 1000, 100s, std::string(128 * KiB, 'a'));
+  add(2, 1000, 90s, std::string(4 * 1024 * KiB, 'b'));
+  add(3, 1000, 80s, std::string(40 * 1024 * KiB, '\0'));
+  const VerifyReport v = verify(*index_, dirfd_, true);
+  EXPECT_EQ(v.deep_checked, 3U);
+  for (const auto& i : v.issues) ADD_FAILURE() << i.name << ": " << i.detail;
+}
+
 TEST_F(RetentionTest, VerifyFindsEveryKindOfProblem) {
   add_sized(1, 1000, 100s, 10 * KiB);             // fine
   add_sized(2, 1000, 90s, 10 * KiB);              // file deleted -> missing
