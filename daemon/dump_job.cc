@@ -503,8 +503,12 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
   std::size_t held = 0;  // plain core bytes read into buf, not yet handed to the sink
   auto hand_on = [&] {
     if (held == 0) return;
+    // Only bytes the spool keeps are samples: past max_core_bytes (or after a spool error) the
+    // rest is read and dropped, and must not decide the format of what was stored.
+    const std::uint64_t kept = std::min<std::uint64_t>(held, sink.room_left());
     if (sink.data(std::span(buf.data(), held)) * 2 < held) {  // mostly data: splice again
-      if (spliced > 0) d.sampler.sample(std::span(buf.data(), held));  // a probe, past the head
+      if (spliced > 0 && kept > 0)  // a probe, past the head
+        d.sampler.sample(std::span(buf.data(), static_cast<std::size_t>(kept)));
       since_probe = 0;
     }
     held = 0;

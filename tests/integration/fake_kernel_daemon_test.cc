@@ -8,10 +8,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <cstring>
+#include <thread>
 
 #include "daemon/store/index.h"
 #include "tests/fake_kernel/fake_kernel.h"
@@ -25,6 +28,22 @@ namespace cp = coredumpd::protocol;
 namespace {
 
 constexpr std::uint64_t kCloseFiles = cp::COREDUMP_CLOSE_FILES_DEFAULT;
+constexpr std::size_t kMebi = 1 << 20;
+
+// Fills [from, to) of `core` with pseudo-random bytes (zstd cannot shrink them).
+void fill_random(std::vector<std::byte>& core, std::size_t from, std::size_t to, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  for (std::size_t i = from; i < to; i += 8) {
+    const auto w = gen();
+    std::memcpy(core.data() + i, &w, std::min<std::size_t>(8, to - i));
+  }
+}
+
+// Fills [from, to) of `core` with repetitive log-like text (zstd shrinks it by far more than 3 %).
+void fill_text(std::vector<std::byte>& core, std::size_t from, std::size_t to) {
+  const std::string text = "pid 42 request handled in 17 ms; session token cache hit; ";
+  for (std::size_t i = from; i < to; ++i) core[i] = static_cast<std::byte>(text[i % text.size()] + (i / 65536) % 3);
+}
 
 class FakeKernelDaemon : public ::testing::Test {
  protected:
@@ -84,6 +103,38 @@ class FakeKernelDaemon : public ::testing::Test {
     if (!bytes) return std::nullopt;
     const auto* p = reinterpret_cast<const std::byte*>(bytes->data());
     return std::vector<std::byte>(p, p + bytes->size());
+  }
+
+  // `dumpctl verify --deep`: every core file read through, sizes checked. Empty if clean, else its output.
+  std::string verify_problems() {
+    const auto [st, text] = run_capture({DUMPCTL_BIN, "--store", store_, "verify", "--deep"});
+    return st.exit_code() == 0 ? std::string() : "exit " + std::to_string(st.exit_code()) + ": " + text;
+  }
+
+  // Names in the store other than the index's files.
+  std::vector<std::string> store_files() {
+    std::vector<std::string> names;
+    const auto [st, ls] = run_capture({"/bin/ls", "-A", store_});
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = ls.find('\n', start)) != std::string::npos; start = nl + 1) {
+      const std::string name = ls.substr(start, nl - start);
+      if (!name.empty() && name.rfind("index.sqlite", 0) != 0) names.push_back(name);
+    }
+    return names;
+  }
+
+  // Every record, once `n` exist and none is InProgress (bounded wait).
+  std::vector<DumpRecord> settled_records(std::size_t n, std::chrono::milliseconds timeout = 30s) {
+    std::vector<DumpRecord> all;
+    wait_until(
+        [&] {
+          all = records();
+          return all.size() == n && std::none_of(all.begin(), all.end(), [](const DumpRecord& r) {
+                   return r.state == DumpState::InProgress;
+                 });
+        },
+        timeout);
+    return all;
   }
 
   static std::vector<std::byte> plain(const fk::CoreSource& core) {
@@ -543,6 +594,262 @@ TEST_F(FakeKernelDaemon, RuleOverSizeRejectRefusesUpFront) {
   EXPECT_EQ(r->extra.value("rule", ""), "tiny");
   EXPECT_NE(r->reason.find("over max_core_bytes 4096"), std::string::npos) << r->reason;
   EXPECT_TRUE(r->path.empty());
+}
+
+// ---- Incompressible cores kept raw ("<id>.core", compression "none"): ways to break that path ----
+
+// A core that starts random (the first two samples say "incompressible") and then turns to text:
+// the later samples flip the verdict, the core is compressed from its first byte, and every byte
+// comes back. The reverse (text, then random) is compressed as soon as the first samples say so.
+// Either way the stored core is exact and verify reads it through.
+TEST_F(FakeKernelDaemon, CoreChangingCompressibilityMidStreamIsStoredExactly) {
+  std::vector<std::byte> core(120 * kMebi);
+  fill_random(core, 0, 40 * kMebi, 21);
+  fill_text(core, 40 * kMebi, core.size());
+  auto o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+  EXPECT_EQ(r->compression, "zstd") << "most samples (the text) compress";
+  EXPECT_EQ(r->path, r->id + ".zst");
+  EXPECT_GE(r->extra.value("compressibility_samples", 0), 3);
+  EXPECT_LT(r->stored_size, 48 * kMebi);
+  EXPECT_TRUE(stored_core(*r) == core) << "random then text: stored bytes differ";
+  EXPECT_EQ(verify_problems(), "");
+
+  start();
+  fill_text(core, 0, 40 * kMebi);
+  fill_random(core, 40 * kMebi, core.size(), 22);
+  o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+  EXPECT_EQ(r->compression, "zstd") << "the first samples (text) compress";
+  EXPECT_TRUE(stored_core(*r) == core) << "text then random: stored bytes differ";
+  EXPECT_EQ(verify_problems(), "");
+}
+
+// max_core_bytes cuts an incompressible core: the raw file holds exactly the limit, the record is
+// truncated and says so, dumpctl gives back the exact prefix and verify --deep is clean.
+TEST_F(FakeKernelDaemon, IncompressibleCoreCutAtMaxCoreBytesIsKeptRawAsTheExactPrefix) {
+  constexpr std::uint64_t kLimit = 40 * kMebi + 12345;
+  start(R"({"defaults": {"max_core_bytes": )" + std::to_string(kLimit) + R"(, "over_size": "truncate"}})");
+  std::vector<std::byte> core(64 * kMebi);
+  fill_random(core, 0, core.size(), 31);
+  auto o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_EQ(res.bytes_streamed, core.size()) << "the kernel's stream is drained whole";
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Truncated) << r->reason;
+  EXPECT_NE(r->reason.find("cut at max_core_bytes " + std::to_string(kLimit)), std::string::npos) << r->reason;
+  EXPECT_EQ(r->compression, "none");
+  EXPECT_EQ(r->path, r->id + ".core");
+  EXPECT_EQ(r->core_size, core.size());
+  EXPECT_EQ(r->stored_size, kLimit);
+  EXPECT_EQ(r->extra.value("stored_core_bytes", std::uint64_t{0}), kLimit);
+  const auto raw = read_file(store_ + "/" + r->path);
+  ASSERT_TRUE(raw);
+  EXPECT_EQ(raw->size(), kLimit);
+  const auto back = stored_core(*r);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->size(), kLimit);
+  EXPECT_TRUE(std::equal(back->begin(), back->end(), core.begin())) << "not the exact prefix";
+  EXPECT_EQ(verify_problems(), "");
+}
+
+// The raw-or-zstd verdict is about the bytes that are stored. Past max_core_bytes the drain reads
+// (and discards) the rest of the stream; those chunks must not be compressibility samples: here
+// the kept 38 MiB are random (two samples say so), the discarded tail is text, and the core must
+// be kept raw, not compressed because of bytes that are thrown away.
+TEST_F(FakeKernelDaemon, BytesPastMaxCoreBytesDoNotDecideTheFormat) {
+  constexpr std::uint64_t kLimit = 38 * kMebi;
+  start(R"({"defaults": {"max_core_bytes": )" + std::to_string(kLimit) + R"(, "over_size": "truncate"}})");
+  std::vector<std::byte> core(112 * kMebi);
+  fill_random(core, 0, 48 * kMebi, 41);
+  fill_text(core, 48 * kMebi, core.size());
+  auto o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  const auto res = fk::run(o);
+  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Truncated) << r->reason;
+  EXPECT_EQ(r->compression, "none") << "the stored 38 MiB are random; samples: " << r->extra.value("compressibility_samples", 0);
+  EXPECT_EQ(r->extra.value("compressibility_samples", 0), 2) << "only probes of stored bytes are samples";
+  const auto back = stored_core(*r);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->size(), kLimit);
+  EXPECT_TRUE(std::equal(back->begin(), back->end(), core.begin()));
+  EXPECT_EQ(verify_problems(), "");
+}
+
+// The task is killed mid-dump after the raw verdict. A plain stream has no END record, so the
+// daemon sees an ordinary EOF: the bytes that came (50 MiB, not a multiple of any probe step) are
+// kept raw as a complete core, exactly, and verify --deep agrees with the record.
+TEST_F(FakeKernelDaemon, IncompressibleCoreCutByAKilledTaskKeepsWhatCameRaw) {
+  std::vector<std::byte> core(64 * kMebi);
+  fill_random(core, 0, core.size(), 51);
+  auto o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  o.kill_after_bytes = 50 * kMebi + 4321;
+  const auto res = fk::run(o);
+  EXPECT_EQ(res.outcome, fk::Outcome::Killed) << res.error;
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+  EXPECT_EQ(r->compression, "none");
+  EXPECT_EQ(r->path, r->id + ".core");
+  EXPECT_EQ(r->core_size, res.bytes_streamed);
+  EXPECT_EQ(r->stored_size, r->core_size);
+  EXPECT_GE(r->core_size, 50 * kMebi);
+  EXPECT_LT(r->core_size, core.size());
+  const auto back = stored_core(*r);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->size(), r->core_size);
+  EXPECT_TRUE(std::equal(back->begin(), back->end(), core.begin()));
+  EXPECT_EQ(verify_problems(), "");
+}
+
+// Two samples are needed for a verdict (kMinSamples). The first probe comes after the 1 MiB head
+// and 16..17 MiB spliced (at 17..18 MiB), the second 16..17 MiB after it (at 34..36 MiB): a random
+// core of 34 MiB gets one sample (no verdict: compressed), one of 37 MiB exactly two (kept raw).
+TEST_F(FakeKernelDaemon, RawVerdictNeedsTwoSamples) {
+  std::vector<std::byte> core(34 * kMebi);
+  fill_random(core, 0, core.size(), 61);
+  auto o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+  EXPECT_EQ(r->extra.value("compressibility_samples", -1), 1);
+  EXPECT_EQ(r->compression, "zstd");
+  EXPECT_TRUE(stored_core(*r) == core);
+
+  start();
+  core.resize(37 * kMebi);
+  fill_random(core, 0, core.size(), 62);
+  o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+  EXPECT_EQ(r->extra.value("compressibility_samples", -1), 2);
+  EXPECT_EQ(r->compression, "none");
+  EXPECT_EQ(r->stored_size, core.size());
+  EXPECT_TRUE(stored_core(*r) == core);
+  EXPECT_EQ(verify_problems(), "");
+}
+
+// A random core with long zero runs (untouched memory), one of them at its very end: probes that
+// land in zeros are no samples (the drain goes on reading, leaving holes), the core is still kept
+// raw, the file is as long as the core (it ends in a hole) and reads back exactly.
+TEST_F(FakeKernelDaemon, RawCoreWithZeroRunsAndATrailingHoleIsExact) {
+  std::vector<std::byte> core(100 * kMebi);  // zero-initialised
+  fill_random(core, 0, 20 * kMebi, 71);
+  fill_random(core, 44 * kMebi, 60 * kMebi, 72);
+  fill_random(core, 61 * kMebi, 70 * kMebi, 73);
+  auto o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  const auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+  EXPECT_EQ(r->compression, "none") << "samples: " << r->extra.value("compressibility_samples", 0);
+  EXPECT_EQ(r->stored_size, core.size());
+  const auto raw = read_file(store_ + "/" + r->path);
+  ASSERT_TRUE(raw);
+  EXPECT_EQ(raw->size(), core.size()) << "the trailing zero run must be part of the file";
+  EXPECT_TRUE(raw->size() == core.size() && std::memcmp(raw->data(), core.data(), core.size()) == 0);
+  EXPECT_TRUE(stored_core(*r) == core);
+  EXPECT_EQ(verify_problems(), "");
+}
+
+// Raw and compressed dumps at once: each has its own sampler and gets its own format.
+TEST_F(FakeKernelDaemon, ConcurrentRawAndCompressedDumpsEachGetTheirFormat) {
+  std::vector<std::byte> random(40 * kMebi), text(40 * kMebi);
+  fill_random(random, 0, random.size(), 81);
+  fill_text(text, 0, text.size());
+  std::vector<std::thread> threads;
+  std::atomic<int> dumped{0};
+  for (int i = 0; i < 6; ++i)
+    threads.emplace_back([&, i] {
+      auto o = options();
+      o.core = fk::CoreSource::from_buffer(i % 2 == 0 ? random : text);
+      o.timeout = std::chrono::milliseconds(60'000);
+      if (fk::run(o).outcome == fk::Outcome::Dumped) ++dumped;
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(dumped, 6);
+  const auto all = settled_records(6, 60s);
+  ASSERT_EQ(all.size(), 6u);
+  int raw = 0, zstd = 0;
+  for (const auto& r : all) {
+    EXPECT_EQ(r.state, DumpState::Complete) << r.reason;
+    const auto back = stored_core(r);
+    ASSERT_TRUE(back) << r.id;
+    if (r.compression == "none") {
+      ++raw;
+      EXPECT_TRUE(*back == random) << r.id;
+    } else {
+      ++zstd;
+      EXPECT_TRUE(*back == text) << r.id;
+    }
+  }
+  EXPECT_EQ(raw, 3);
+  EXPECT_EQ(zstd, 3);
+  EXPECT_EQ(verify_problems(), "");
+}
+
+// retention.max_use counts raw cores at their full size: the third 40 MiB raw core pushes the
+// store over 100 MiB and the oldest ".core" goes (file deleted, row marked vacuumed), the newer
+// ones stay, and verify is clean.
+TEST_F(FakeKernelDaemon, MaxUseEvictsTheOldestRawCore) {
+  start(R"({"retention": {"max_use": "100M"}})");
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::byte> core(40 * kMebi);
+    fill_random(core, 0, core.size(), 90 + static_cast<std::uint64_t>(i));
+    auto o = options();
+    o.core = fk::CoreSource::from_buffer(core);
+    ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+    const auto all = settled_records(static_cast<std::size_t>(i) + 1);
+    ASSERT_EQ(all.size(), static_cast<std::size_t>(i) + 1);
+    for (const auto& r : all)
+      if (std::find(ids.begin(), ids.end(), r.id) == ids.end()) {
+        EXPECT_EQ(r.compression, "none");
+        ids.push_back(r.id);
+      }
+  }
+  ASSERT_EQ(ids.size(), 3u);
+  // The vacuum after the third store runs after its row is final: wait for it (bounded).
+  std::optional<DumpRecord> oldest;
+  wait_until(
+      [&] {
+        oldest = Index(store_, false).get(ids[0]);
+        return oldest && oldest->path.empty();
+      },
+      15s);
+  ASSERT_TRUE(oldest);
+  EXPECT_TRUE(oldest->path.empty()) << "the oldest raw core was not evicted";
+  EXPECT_EQ(oldest->extra["vacuumed"].value("reason", ""), "max_use") << oldest->extra.dump();
+  EXPECT_EQ(oldest->extra["vacuumed"].value("path", ""), ids[0] + ".core");
+  auto files = store_files();
+  std::sort(files.begin(), files.end());
+  std::vector<std::string> want{ids[1] + ".core", ids[2] + ".core"};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(files, want);
+  EXPECT_EQ(verify_problems(), "");
 }
 
 }  // namespace
