@@ -86,6 +86,27 @@ std::uint64_t mem_available_bytes() {
   return 0;
 }
 
+// `dumpctl verify` on `store`: empty if clean, else its exit code and output.
+std::string verify_problems(const std::string& store) {
+  const auto [st, text] = run_capture({DUMPCTL_BIN, "--store", store, "verify", "--deep"});
+  return st.exit_code() == 0 ? std::string() : "exit " + std::to_string(st.exit_code()) + ": " + text;
+}
+
+// The size of the largest unnamed (O_TMPFILE, "/#<ino> (deleted)") file process `pid` holds open
+// in directory `dir`: the spool of a dump in flight. 0 if none.
+std::uint64_t largest_spool_of(pid_t pid, const std::string& dir) {
+  std::uint64_t largest = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code lec;
+    const std::string target = fs::read_symlink(e.path(), lec).string();
+    if (lec || target.rfind(dir + "/#", 0) != 0) continue;
+    struct stat sb {};
+    if (::stat(e.path().c_str(), &sb) == 0) largest = std::max(largest, static_cast<std::uint64_t>(sb.st_size));
+  }
+  return largest;
+}
+
 using Resilience = RealKernel;
 
 // ENOSPC mid-stream: the partial file goes, the record says failed with the reason, and the daemon
@@ -407,6 +428,79 @@ TEST_F(Resilience, ThreeGiBCoreIsStoredWhole) {
   EXPECT_EQ(fs::file_size(out), rec->core_size);
   EXPECT_TRUE(inspect_core(out).is_core);
   fs::remove(out);
+}
+
+// ENOSPC after the raw verdict: a random core (two samples say "incompressible", so nothing is
+// compressed and the whole spool stays on disk) larger than the store's free space. The record is
+// failed with the reason, neither "<id>.core" nor "<id>.zst" is left, verify is clean, the task
+// was released (the drain reads the rest and drops it), and the next crash is stored.
+TEST_F(Resilience, FullStoreWhileAnIncompressibleCoreIsKeptRawFailsCleanly) {
+  daemon_->stop();
+  pattern_.reset();
+  ScopedTmpfs tmpfs(store_, "48m");
+  if (!tmpfs.ok()) GTEST_SKIP() << "cannot mount a tmpfs here";
+  restart_daemon(R"({"defaults": {"post_dump": []}})");
+
+  pid_t big = 0;
+  const auto st = crash({"--mode", "segv", "--touch-mib", "96", "--fill", "random"}, &big);
+  ASSERT_TRUE(st.exited) << "the crasher stayed frozen (SIGKILLed after 60 s)";
+  EXPECT_EQ(st.term_signal(), SIGSEGV);
+  const auto rec = stored_dump_of(big);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->state, DumpState::Failed);
+  EXPECT_NE(rec->reason.find("No space left"), std::string::npos) << rec->reason;
+  EXPECT_TRUE(rec->path.empty());
+  EXPECT_GE(rec->extra.value("compressibility_samples", 0), 2) << "the raw verdict was reached before ENOSPC";
+  EXPECT_GT(rec->core_size, 96u << 20) << "the stream was drained whole";
+  for (const auto& name : store_files(store_)) EXPECT_EQ(name.rfind("index.sqlite", 0), 0u) << "left in the store: " << name;
+  EXPECT_EQ(verify_problems(store_), "");
+
+  pid_t small = 0;
+  ASSERT_TRUE(crash({"--mode", "segv"}, &small).exited);
+  const auto ok = stored_dump_of(small);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->state, DumpState::Complete) << ok->reason;
+  EXPECT_EQ(verify_problems(store_), "");
+  pattern_.reset();
+  daemon_->stop();  // before the tmpfs goes
+}
+
+// kill -9 of the daemon while an incompressible core streams, once its spool holds more than two
+// probes' worth (the raw verdict is in; the compressor waits, nothing was compressed): the task is
+// released, the row is interrupted at the next start, no "<id>.core" (or anything else) is left in
+// the store (the O_TMPFILE spool vanished with the process), and verify is clean.
+TEST_F(Resilience, KillNineWhileAnIncompressibleCoreStreamsLeavesNoCore) {
+  restart_daemon(R"({"defaults": {"post_dump": []}})");
+  const pid_t pid = spawn({CRASHER_BIN, "--mode", "segv", "--touch-mib", "1536", "--fill", "random"});
+  std::uint64_t spooled = 0;
+  const bool deep_in = wait_until(
+      [&] {
+        spooled = largest_spool_of(daemon_->pid(), store_);
+        return spooled >= (40u << 20);
+      },
+      60s);
+  ASSERT_TRUE(deep_in) << "no spool of 40 MiB appeared (largest " << spooled << " bytes)";
+  daemon_->kill_hard();
+  const auto st = wait_for(pid, 60s);
+  EXPECT_TRUE(st.exited) << "the crasher must not stay frozen when the daemon dies";
+  EXPECT_EQ(st.term_signal(), SIGSEGV);
+
+  restart_daemon();
+  const auto rec = stored_dump_of(pid);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->state, DumpState::Interrupted) << "killed with " << spooled << " bytes spooled; " << rec->reason;
+  for (const auto& name : store_files(store_)) EXPECT_EQ(name.rfind("index.sqlite", 0), 0u) << "left in the store: " << name;
+  EXPECT_EQ(verify_problems(store_), "");
+  const auto [lst, list] = run_capture({DUMPCTL_BIN, "--store", store_, "list"});
+  EXPECT_NE(list.find("interrupted"), std::string::npos) << list;
+
+  pid_t next = 0;
+  ASSERT_TRUE(crash({"--mode", "segv", "--touch-mib", "48", "--fill", "random"}, &next).exited);
+  const auto ok = stored_dump_of(next);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->state, DumpState::Complete) << ok->reason;
+  EXPECT_EQ(ok->compression, "none");
+  EXPECT_EQ(verify_problems(store_), "");
 }
 
 }  // namespace
