@@ -439,7 +439,19 @@ void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_err
     r.stored_size = stored;
   }
   r.extra["stored_us"] = us_since(d.started);
-  save_record(ctx, r, d.indexed);
+  if (!save_record(ctx, r, d.indexed) && holds_core(r)) {
+    // The core is linked but the index cannot say so (a full store: a raw core can take its last
+    // page). Left, it would be an orphan no vacuum counts; deleting it frees the space the index
+    // needs to record the failure.
+    ::unlinkat(ctx.store_dirfd, r.path.c_str(), 0);
+    --(r.state == DumpState::Complete ? ctx.stats.stored : ctx.stats.truncated);
+    ++ctx.stats.failed;
+    r.state = DumpState::Failed;
+    r.reason = "the index could not record the stored core (store full?); core deleted";
+    r.path.clear();
+    r.stored_size = 0;
+    save_record(ctx, r, d.indexed);
+  }
 
   const bool fine = r.state == DumpState::Complete || r.state == DumpState::Forwarded;
   if (log_limiter().allow(fine ? "dump stored" : "dump not stored")) {

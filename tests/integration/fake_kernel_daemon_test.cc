@@ -4,12 +4,16 @@
 // markers, hostile timing.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -850,6 +854,85 @@ TEST_F(FakeKernelDaemon, MaxUseEvictsTheOldestRawCore) {
   std::sort(want.begin(), want.end());
   EXPECT_EQ(files, want);
   EXPECT_EQ(verify_problems(), "");
+}
+
+// The size of the largest unnamed (O_TMPFILE) file process `pid` holds open in `dir`: a spool.
+std::uint64_t largest_spool_of(pid_t pid, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::uint64_t largest = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code lec;
+    const std::string target = fs::read_symlink(e.path(), lec).string();
+    if (lec || target.rfind(dir + "/#", 0) != 0) continue;
+    struct stat sb {};
+    if (::stat(e.path().c_str(), &sb) == 0) largest = std::max(largest, static_cast<std::uint64_t>(sb.st_size));
+  }
+  return largest;
+}
+
+// A raw core that fills its filesystem to the last page: the spool fits, the core is linked, and
+// then the index must still say what became of it. Here the store is on a tmpfs and, while the
+// kernel pauses at 40 MiB (after the raw verdict), a filler file takes all free space but what
+// the rest of the core needs. Whatever the outcome, the row must not stay "in progress" while
+// the daemon runs, and what is in the store must agree with the index (verify clean).
+TEST_F(FakeKernelDaemon, RawCoreFillingTheStoreToTheLastPageLeavesAConsistentStore) {
+  const std::string fs_dir = *dir_ / "fs";
+  std::filesystem::create_directories(fs_dir);
+  if (::mount("tmpfs", fs_dir.c_str(), "tmpfs", 0, "size=96m,mode=0750") != 0) GTEST_SKIP() << "cannot mount a tmpfs";
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
+  } unmount{fs_dir};
+  daemon_.reset();
+  store_ = fs_dir + "/store";
+  daemon_ = std::make_unique<Daemon>(COREDUMPD_BIN, socket_, store_, *dir_ / "log2",
+                                     std::vector<std::string>{"--allow-unverified-peers", "--config", *dir_ / "config.json"});
+  std::vector<std::byte> core(64 * kMebi);
+  fill_random(core, 0, core.size(), 101);
+  constexpr std::uint64_t kPause = 40 * kMebi;
+  auto o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  o.timeout = std::chrono::milliseconds(60'000);
+  o.hook_stream_offset = kPause;
+  bool filled = false;
+  o.hook = [&](fk::Point p, int) {
+    if (p != fk::Point::StreamOffset) return;
+    if (!wait_until([&] { return largest_spool_of(daemon_->pid(), store_) == kPause; }, 20s)) return;
+    struct statvfs sv {};
+    if (::statvfs(fs_dir.c_str(), &sv) != 0) return;
+    const std::uint64_t free_bytes = static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
+    const std::uint64_t need = core.size() - kPause;
+    if (free_bytes <= need) return;
+    const int fd = ::open((fs_dir + "/filler").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    filled = fd >= 0 && ::fallocate(fd, 0, 0, static_cast<off_t>(free_bytes - need)) == 0;
+    if (fd >= 0) ::close(fd);
+  };
+  const auto res = fk::run(o);
+  ASSERT_TRUE(filled) << "could not leave exactly the rest of the core free";
+  EXPECT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_EQ(res.wait_end, fk::WaitEnd::Eof) << "the task was released";
+  std::vector<DumpRecord> all;
+  const bool settled = wait_until(
+      [&] {
+        all = records();
+        return all.size() == 1 && all[0].state != DumpState::InProgress;
+      },
+      15s);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_TRUE(settled) << "the row is still in progress; files: " << ::testing::PrintToString(store_files());
+  const auto& r = all[0];
+  if (r.state == DumpState::Complete) {  // recorded after all: the file is the exact core
+    EXPECT_EQ(store_files(), std::vector<std::string>{r.id + ".core"});
+    EXPECT_TRUE(stored_core(r) == core);
+  } else {  // failed, with the reason, and nothing left behind
+    EXPECT_EQ(r.state, DumpState::Failed) << r.reason;
+    EXPECT_NE(r.reason.find("index"), std::string::npos) << r.reason;
+    EXPECT_TRUE(r.path.empty());
+    EXPECT_EQ(store_files(), std::vector<std::string>{}) << "the unrecorded core must not stay";
+  }
+  EXPECT_EQ(verify_problems(), "");
+  daemon_.reset();  // before the tmpfs goes
 }
 
 }  // namespace
