@@ -92,21 +92,6 @@ std::string verify_problems(const std::string& store) {
   return st.exit_code() == 0 ? std::string() : "exit " + std::to_string(st.exit_code()) + ": " + text;
 }
 
-// The size of the largest unnamed (O_TMPFILE, "/#<ino> (deleted)") file process `pid` holds open
-// in directory `dir`: the spool of a dump in flight. 0 if none.
-std::uint64_t largest_spool_of(pid_t pid, const std::string& dir) {
-  std::uint64_t largest = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
-    std::error_code lec;
-    const std::string target = fs::read_symlink(e.path(), lec).string();
-    if (lec || target.rfind(dir + "/#", 0) != 0) continue;
-    struct stat sb {};
-    if (::stat(e.path().c_str(), &sb) == 0) largest = std::max(largest, static_cast<std::uint64_t>(sb.st_size));
-  }
-  return largest;
-}
-
 using Resilience = RealKernel;
 
 // ENOSPC mid-stream: the partial file goes, the record says failed with the reason, and the daemon

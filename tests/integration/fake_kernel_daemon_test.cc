@@ -141,6 +141,15 @@ class FakeKernelDaemon : public ::testing::Test {
     return all;
   }
 
+  // dumpctl dump of `r` gives exactly the first `n` bytes of `core`.
+  ::testing::AssertionResult stored_prefix_is(const DumpRecord& r, std::size_t n, const std::vector<std::byte>& core) {
+    const auto back = stored_core(r);
+    if (!back) return ::testing::AssertionFailure() << "dumpctl dump " << r.id << " failed";
+    if (back->size() != n) return ::testing::AssertionFailure() << back->size() << " bytes stored, want " << n;
+    if (!std::equal(back->begin(), back->end(), core.begin())) return ::testing::AssertionFailure() << "not the exact prefix";
+    return ::testing::AssertionSuccess();
+  }
+
   static std::vector<std::byte> plain(const fk::CoreSource& core) {
     std::string error;
     return core.materialize(error).value();
@@ -663,10 +672,7 @@ TEST_F(FakeKernelDaemon, IncompressibleCoreCutAtMaxCoreBytesIsKeptRawAsTheExactP
   const auto raw = read_file(store_ + "/" + r->path);
   ASSERT_TRUE(raw);
   EXPECT_EQ(raw->size(), kLimit);
-  const auto back = stored_core(*r);
-  ASSERT_TRUE(back);
-  ASSERT_EQ(back->size(), kLimit);
-  EXPECT_TRUE(std::equal(back->begin(), back->end(), core.begin())) << "not the exact prefix";
+  EXPECT_TRUE(stored_prefix_is(*r, kLimit, core));
   EXPECT_EQ(verify_problems(), "");
 }
 
@@ -689,10 +695,7 @@ TEST_F(FakeKernelDaemon, BytesPastMaxCoreBytesDoNotDecideTheFormat) {
   EXPECT_EQ(r->state, DumpState::Truncated) << r->reason;
   EXPECT_EQ(r->compression, "none") << "the stored 38 MiB are random; samples: " << r->extra.value("compressibility_samples", 0);
   EXPECT_EQ(r->extra.value("compressibility_samples", 0), 2) << "only probes of stored bytes are samples";
-  const auto back = stored_core(*r);
-  ASSERT_TRUE(back);
-  ASSERT_EQ(back->size(), kLimit);
-  EXPECT_TRUE(std::equal(back->begin(), back->end(), core.begin()));
+  EXPECT_TRUE(stored_prefix_is(*r, kLimit, core));
   EXPECT_EQ(verify_problems(), "");
 }
 
@@ -716,10 +719,7 @@ TEST_F(FakeKernelDaemon, IncompressibleCoreCutByAKilledTaskKeepsWhatCameRaw) {
   EXPECT_EQ(r->stored_size, r->core_size);
   EXPECT_GE(r->core_size, 50 * kMebi);
   EXPECT_LT(r->core_size, core.size());
-  const auto back = stored_core(*r);
-  ASSERT_TRUE(back);
-  ASSERT_EQ(back->size(), r->core_size);
-  EXPECT_TRUE(std::equal(back->begin(), back->end(), core.begin()));
+  EXPECT_TRUE(stored_prefix_is(*r, r->core_size, core));
   EXPECT_EQ(verify_problems(), "");
 }
 
@@ -854,21 +854,6 @@ TEST_F(FakeKernelDaemon, MaxUseEvictsTheOldestRawCore) {
   std::sort(want.begin(), want.end());
   EXPECT_EQ(files, want);
   EXPECT_EQ(verify_problems(), "");
-}
-
-// The size of the largest unnamed (O_TMPFILE) file process `pid` holds open in `dir`: a spool.
-std::uint64_t largest_spool_of(pid_t pid, const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::uint64_t largest = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
-    std::error_code lec;
-    const std::string target = fs::read_symlink(e.path(), lec).string();
-    if (lec || target.rfind(dir + "/#", 0) != 0) continue;
-    struct stat sb {};
-    if (::stat(e.path().c_str(), &sb) == 0) largest = std::max(largest, static_cast<std::uint64_t>(sb.st_size));
-  }
-  return largest;
 }
 
 // A raw core that fills its filesystem to the last page: the spool fits, the core is linked, and

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -285,6 +286,20 @@ std::optional<std::string> real_kernel_unavailable() {
   if (major < 6 || (major == 6 && minor < 17))
     return std::string("kernel ") + u.release + " predates the @@ protocol (needs Linux 6.17+)";
   return std::nullopt;
+}
+
+std::uint64_t largest_spool_of(pid_t pid, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::uint64_t largest = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code lec;
+    const std::string target = fs::read_symlink(e.path(), lec).string();
+    if (lec || target.rfind(dir + "/#", 0) != 0) continue;
+    struct stat sb {};
+    if (::stat(e.path().c_str(), &sb) == 0) largest = std::max(largest, static_cast<std::uint64_t>(sb.st_size));
+  }
+  return largest;
 }
 
 }  // namespace coredumpd::test

@@ -50,6 +50,11 @@ ExitStatus wait_for(pid_t pid, std::chrono::milliseconds timeout);
 std::pair<ExitStatus, std::string> run_capture(const std::vector<std::string>& argv,
                                                std::chrono::milliseconds timeout = 60s);
 
+/// The size in bytes of the largest unnamed (O_TMPFILE: "<dir>/#<ino> (deleted)") file process
+/// `pid` holds open in directory `dir`, found through /proc/<pid>/fd: the spool of a dump in
+/// flight. 0 if there is none or /proc cannot be read.
+std::uint64_t largest_spool_of(pid_t pid, const std::string& dir);
+
 /// Polls `cond` every 20 ms until it is true or `timeout` passes. Returns cond's last value.
 bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
 
