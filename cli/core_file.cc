@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -12,13 +11,11 @@
 
 #include "cli/dumpctl.h"
 #include "cli/format.h"
+#include "daemon/store/core_stream.h"
 
 namespace coredumpd::cli {
 
 namespace {
-
-/// Read size for raw cores: few syscalls per GiB, bounded memory.
-constexpr std::size_t kRawReadBytes = std::size_t{1} << 20;
 
 /// Closes a file descriptor on scope exit.
 struct FdCloser {
@@ -28,9 +25,6 @@ struct FdCloser {
   }
 };
 
-struct DctxFree {
-  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
-};
 
 bool has_core_state(DumpState s) {
   return s == DumpState::Complete || s == DumpState::Truncated;
@@ -87,74 +81,20 @@ CoreStatus core_status(const std::string& store, const DumpRecord& r) {
   return r.state == DumpState::Complete ? CoreStatus::Present : CoreStatus::Truncated;
 }
 
-std::uint64_t decompress_zstd_file(const std::string& path, const ByteSink& sink) {
+std::uint64_t stream_core_file(const std::string& path, std::string_view compression, const ByteSink& sink) {
   const std::string shown = escape_for_display(path);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw DumpctlError("cannot open core file " + shown + ": " + std::strerror(errno));
   const FdCloser closer{fd};
-
-  const std::unique_ptr<ZSTD_DCtx, DctxFree> dctx(ZSTD_createDCtx());
-  if (!dctx) throw DumpctlError("out of memory creating a zstd context");
-  // Accept windows up to 2 GiB (zstd --long=31); the default limit of 128 MiB would reject them.
-  const std::size_t set = ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, 31);
-  if (ZSTD_isError(set) != 0U) throw DumpctlError(std::string("zstd: ") + ZSTD_getErrorName(set));
-
-  std::vector<char> in(ZSTD_DStreamInSize());
-  std::vector<char> out(ZSTD_DStreamOutSize());
-  std::uint64_t produced = 0;
-  std::size_t last = 0;  // last ZSTD_decompressStream result: 0 means "at a frame boundary"
-  for (;;) {
-    const ssize_t n = ::read(fd, in.data(), in.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw DumpctlError("cannot read core file " + shown + ": " + std::strerror(errno));
+  try {
+    return stream_core(fd, compression, sink);
+  } catch (const CoreStreamError& e) {
+    switch (e.kind) {
+      case CoreStreamError::Kind::Unreadable: throw DumpctlError("cannot read core file " + shown + ": " + e.what());
+      case CoreStreamError::Kind::Corrupt: throw DumpctlError("core file " + shown + " is corrupt: " + e.what());
+      case CoreStreamError::Kind::Truncated: break;
     }
-    if (n == 0) break;
-    ZSTD_inBuffer input{in.data(), static_cast<std::size_t>(n), 0};
-    while (input.pos < input.size) {
-      ZSTD_outBuffer output{out.data(), out.size(), 0};
-      last = ZSTD_decompressStream(dctx.get(), &output, &input);
-      if (ZSTD_isError(last) != 0U) {
-        throw DumpctlError("core file " + shown + " is corrupt: " + ZSTD_getErrorName(last));
-      }
-      if (output.pos > 0) {
-        sink(out.data(), output.pos);
-        produced += output.pos;
-      }
-    }
-  }
-  // Input exhausted; flush whatever the decoder still holds (it may have buffered output).
-  while (last != 0) {
-    ZSTD_inBuffer input{nullptr, 0, 0};
-    ZSTD_outBuffer output{out.data(), out.size(), 0};
-    last = ZSTD_decompressStream(dctx.get(), &output, &input);
-    if (ZSTD_isError(last) != 0U) {
-      throw DumpctlError("core file " + shown + " is corrupt: " + ZSTD_getErrorName(last));
-    }
-    if (output.pos == 0) break;  // no progress: the frame really is incomplete
-    sink(out.data(), output.pos);
-    produced += output.pos;
-  }
-  if (last != 0) throw DumpctlError("core file " + shown + " is truncated (incomplete zstd frame)");
-  return produced;
-}
-
-std::uint64_t read_raw_file(const std::string& path, const ByteSink& sink) {
-  const std::string shown = escape_for_display(path);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DumpctlError("cannot open core file " + shown + ": " + std::strerror(errno));
-  const FdCloser closer{fd};
-  std::vector<char> buf(kRawReadBytes);
-  std::uint64_t total = 0;
-  for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw DumpctlError("cannot read core file " + shown + ": " + std::strerror(errno));
-    }
-    if (n == 0) return total;
-    sink(buf.data(), static_cast<std::size_t>(n));
-    total += static_cast<std::uint64_t>(n);
+    throw DumpctlError("core file " + shown + " is truncated (incomplete zstd frame)");
   }
 }
 
@@ -183,8 +123,7 @@ std::string require_core_file(const std::string& store, const DumpRecord& r) {
 
 std::uint64_t extract_core(const std::string& store, const DumpRecord& r, const ByteSink& sink) {
   const std::string path = require_core_file(store, r);
-  const std::uint64_t n = r.compression == kCompressionNone ? read_raw_file(path, sink)
-                                                            : decompress_zstd_file(path, sink);
+  const std::uint64_t n = stream_core_file(path, r.compression, sink);
   if (r.state == DumpState::Complete && n != r.core_size) throw core_size_error(path, n, r);
   return n;
 }

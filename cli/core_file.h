@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "daemon/store/dump_record.h"
 
@@ -39,26 +40,20 @@ CoreStatus core_status(const std::string& store, const DumpRecord& r);
 /// Receives core bytes (decompressed, or read from a raw core); may throw to abort.
 using ByteSink = std::function<void(const char* data, std::size_t size)>;
 
-/// Streams the zstd file at `path` through `sink` with bounded buffers (ZSTD_DStreamInSize /
-/// ZSTD_DStreamOutSize, about 128 KiB each) — memory use does not grow with the core's size,
-/// beyond the frame's window (up to 2 GiB is accepted, for files written with long-distance mode).
-/// Concatenated frames are decoded one after another. Returns the number of bytes produced.
-/// Throws DumpctlError if the file cannot be opened or read, is not zstd, is corrupt, or ends in
-/// the middle of a frame. An empty file decodes to nothing.
-std::uint64_t decompress_zstd_file(const std::string& path, const ByteSink& sink);
-
-/// Streams the raw core at `path` (a file holding the core's bytes as is, maybe sparse: holes read
-/// as zeros) through `sink` in reads of at most 1 MiB: memory use does not grow with the core's
-/// size. Returns the number of bytes read. Throws DumpctlError if the file cannot be opened or read.
-std::uint64_t read_raw_file(const std::string& path, const ByteSink& sink);
+/// Streams the core file at `path`, stored as `compression` says ("zstd": decompressed, concatenated
+/// frames; "none": read as is, holes as zeros), through `sink` with bounded buffers (stream_core(),
+/// daemon/store/core_stream.h): memory use does not grow with the core's size. Returns the number
+/// of core bytes produced. Throws DumpctlError if the file cannot be opened or read, is not valid
+/// zstd, or ends in the middle of a frame. An empty file yields nothing.
+std::uint64_t stream_core_file(const std::string& path, std::string_view compression, const ByteSink& sink);
 
 /// The record's core file path, checked: throws DumpctlError if the record has no stored core
 /// (its state and reason are named), uses a compression other than "zstd" or "none", or its file
 /// is missing or not a regular file.
 std::string require_core_file(const std::string& store, const DumpRecord& r);
 
-/// Streams the record's core through `sink`: require_core_file(), then decompress_zstd_file() for
-/// compression "zstd" or read_raw_file() for "none", and for Complete dumps a check that exactly
+/// Streams the record's core through `sink`: require_core_file(), then stream_core_file(), and
+/// for Complete dumps a check that exactly
 /// `core_size` bytes came out. Returns the byte count. Throws DumpctlError; bytes already passed
 /// to `sink` are then not a valid core.
 std::uint64_t extract_core(const std::string& store, const DumpRecord& r, const ByteSink& sink);

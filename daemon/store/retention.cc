@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include <algorithm>
 #include <array>
@@ -16,6 +15,8 @@
 #include <memory>
 #include <set>
 #include <utility>
+
+#include "daemon/store/core_stream.h"
 
 namespace coredumpd {
 
@@ -28,8 +29,6 @@ constexpr std::uint64_t kMaxSize = static_cast<std::uint64_t>(std::numeric_limit
 constexpr std::int64_t kMaxDurationSeconds = std::numeric_limits<std::int64_t>::max() / 1'000'000;
 constexpr std::size_t kIdHexChars = 32;
 constexpr std::size_t kKinds = std::size(kGroupKinds);
-// Read size when verify reads a raw core through: big enough for few syscalls, bounded memory.
-constexpr std::size_t kRawReadBytes = std::size_t{1} << 20;
 // How often keep_free re-measures the filesystem after its estimate says the limit holds.
 constexpr int kMaxRemeasures = 3;
 
@@ -502,10 +501,6 @@ struct DirCloser {
   void operator()(DIR* d) const { ::closedir(d); }
 };
 
-struct DctxFree {
-  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
-};
-
 /// Outcome of reading one core through.
 struct DeepResult {
   std::optional<VerifyProblem> problem;
@@ -521,62 +516,24 @@ DeepResult deep_failure(VerifyProblem p, std::string detail) {
   return res;
 }
 
-/// Decompresses the zstd stream on `fd` with bounded buffers (output discarded), which checks
-/// every frame's content checksum.
-DeepResult decompress_through(int fd) {
+/// Reads the core on `fd` through as `compression` says it is stored (stream_core()), counting
+/// its bytes: zstd's checksums prove a compressed core intact; a raw core has none, so reading it
+/// only proves every byte can be read.
+DeepResult read_through(int fd, const std::string& compression) {
   DeepResult res;
-  const std::unique_ptr<ZSTD_DCtx, DctxFree> dctx(ZSTD_createDCtx());
-  if (!dctx) return deep_failure(VerifyProblem::Unreadable, "out of memory for a zstd context");
-  // Accept the windows the daemon may write (long-distance mode), as dumpctl dump does.
-  ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, 31);
-  std::vector<char> in_buf(ZSTD_DStreamInSize());
-  std::vector<char> out_buf(ZSTD_DStreamOutSize());
-  std::size_t pending = 0;  // last ZSTD_decompressStream() hint: 0 means at a frame boundary
-  for (;;) {
-    const ssize_t n = ::read(fd, in_buf.data(), in_buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return deep_failure(VerifyProblem::Unreadable, "read: " + errno_text(errno));
-    }
-    if (n == 0) break;
-    ZSTD_inBuffer in{in_buf.data(), static_cast<std::size_t>(n), 0};
-    // Only while input is left: zstd consumes a frame's last byte only once all of the frame's
-    // output is flushed, so nothing is lost. A call after the input is used up, made because the
-    // output buffer came back full, would start the next frame and return its header hint (not
-    // 0) even though the frame ended: a false "middle of a frame" for every well-compressible
-    // core whose size is a multiple of 128 KiB.
-    while (in.pos < in.size) {
-      ZSTD_outBuffer out{out_buf.data(), out_buf.size(), 0};
-      pending = ZSTD_decompressStream(dctx.get(), &out, &in);
-      if (ZSTD_isError(pending))
-        return deep_failure(VerifyProblem::Corrupt,
-                            std::string("zstd: ") + ZSTD_getErrorName(pending) + " after " +
-                                std::to_string(res.bytes) + " decompressed bytes");
-      res.bytes += out.pos;
+  const bool raw = compression == kCompressionNone;
+  try {
+    res.bytes = stream_core(fd, compression, [](const char*, std::size_t) {});
+  } catch (const CoreStreamError& e) {
+    res.bytes = e.bytes;
+    const std::string after = " after " + std::to_string(e.bytes) + (raw ? " bytes" : " decompressed bytes");
+    switch (e.kind) {
+      case CoreStreamError::Kind::Unreadable: return deep_failure(VerifyProblem::Unreadable, e.what() + after);
+      case CoreStreamError::Kind::Corrupt: return deep_failure(VerifyProblem::Corrupt, "zstd: " + std::string(e.what()) + after);
+      case CoreStreamError::Kind::Truncated: return deep_failure(VerifyProblem::Corrupt, e.what() + after);
     }
   }
-  if (pending != 0)
-    return deep_failure(VerifyProblem::Corrupt, "ends in the middle of a zstd frame after " +
-                                                    std::to_string(res.bytes) +
-                                                    " decompressed bytes");
   return res;
-}
-
-/// Reads the raw core on `fd` to its end (holes read as zeros), counting its bytes: a raw core has
-/// no checksum, so this only proves every byte can be read.
-DeepResult read_through(int fd) {
-  DeepResult res;
-  std::vector<char> buf(kRawReadBytes);
-  for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return deep_failure(VerifyProblem::Unreadable, "read: " + errno_text(errno) + " after " +
-                                                         std::to_string(res.bytes) + " bytes");
-    }
-    if (n == 0) return res;
-    res.bytes += static_cast<std::uint64_t>(n);
-  }
 }
 
 /// Reads the core file `name` through as its row's `compression` says it is stored: decompresses
@@ -590,7 +547,7 @@ DeepResult deep_check(int dirfd, const std::string& name, const std::string& com
     return deep_failure(VerifyProblem::Unreadable, "fstat: " + errno_text(errno));
   if (!S_ISREG(sb.st_mode))
     return deep_failure(VerifyProblem::NotRegular, file_type_name(sb.st_mode));
-  return compression == kCompressionNone ? read_through(fd) : decompress_through(fd);
+  return read_through(fd, compression);
 }
 
 /// True if `r` accounts for a file named `name` (a core that is, or is being, stored). An
