@@ -285,10 +285,11 @@ Config apply_config(const std::string& origin, const json& doc, Config c, const 
     } else if (key == "collector_threads") {
       c.collector_threads = static_cast<int>(get_int(origin, key, v, 1, 64));
     } else if (key == "compression") {
-      if (!v.is_object()) error(origin, key, "expected an object with \"level\" and/or \"threads\"");
+      if (!v.is_object()) error(origin, key, "expected an object with \"level\", \"threads\" and/or \"core_tables\"");
       for (const auto& [k2, v2] : v.items()) {
         if (k2 == "level") c.compression.level = static_cast<int>(get_int(origin, "compression.level", v2, 1, 19));
         else if (k2 == "threads") c.compression.threads = static_cast<int>(get_int(origin, "compression.threads", v2, 0, 64));
+        else if (k2 == "core_tables") c.compression.core_tables = get_bool(origin, "compression.core_tables", v2);
         else error(origin, "compression." + k2, "unknown key");
       }
     } else if (key == "close_files_bit") {

@@ -306,7 +306,7 @@ void compress(const std::shared_ptr<InFlight>& dp) {
   if (error.empty() && !d.forwarded) {
     apply_retention(d.ctx, *d.job.config, d.job.record.id);  // make room before the file grows
     try {
-      writer.emplace(d.ctx.store_dirfd, d.job.record.path, CompressionOptions{d.job.policy.compression_level, 0});
+      writer.emplace(d.ctx.store_dirfd, d.job.record.path, CompressionOptions{d.job.policy.compression_level, 0, d.job.config->compression.core_tables});
     } catch (const StoreError& e) {
       error = e.what();
     }

@@ -27,7 +27,7 @@ TEST(Config, EveryGlobalKeyIsRead) {
     // comments are allowed
     "socket": "/run/x/s.sock", "store": "/srv/cores", "handshake_timeout_ms": 1500,
     "stream_idle_timeout_ms": 5000, "listen_backlog": 512, "dump_workers": 3, "collector_threads": 1,
-    "compression": {"level": 5, "threads": 2}, "close_files_bit": 256, "collector_budget_ms": 100,
+    "compression": {"level": 5, "threads": 2, "core_tables": false}, "close_files_bit": 256, "collector_budget_ms": 100,
     "testing": {"collector_delay_ms": 7}, "shutdown_grace_ms": 1234, "max_concurrent_dumps": 9,
     "overload_action": "reject", "compression_jobs": 2
   })");
@@ -44,6 +44,7 @@ TEST(Config, EveryGlobalKeyIsRead) {
   EXPECT_EQ(c.collector_threads, 1);
   EXPECT_EQ(c.compression.level, 5);
   EXPECT_EQ(c.compression.threads, 2);
+  EXPECT_FALSE(c.compression.core_tables) << "default true";
   EXPECT_EQ(c.close_files_bit, 256u);
   EXPECT_EQ(c.collector_budget.count(), 100);
   EXPECT_EQ(c.test_collector_delay.count(), 7);
@@ -81,6 +82,7 @@ TEST(Config, ErrorsNameFileKeyAndReason) {
       {R"({"handshake_timeout_ms": "2s"})", "handshake_timeout_ms: expected an integer, got string"},
       {R"({"handshake_timeout_ms": 0})", "handshake_timeout_ms: value 0 out of range"},
       {R"({"compression": {"lvl": 3}})", "compression.lvl: unknown key"},
+      {R"({"compression": {"core_tables": 1}})", "compression.core_tables: expected true or false, got number"},
       {R"({"close_files_bit": 3})", "close_files_bit: must be a single bit"},
       {R"({"close_files_bit": 16})", "close_files_bit: collides"},
       {R"({"defaults": {"action": "keep"}})", "defaults.action: expected \"store\""},

@@ -1,6 +1,8 @@
 // Unit tests of CoreWriter: what it stores decompresses to what it was given, whether the file is
 // written with O_DIRECT or through the page cache, whole blocks or not; nothing is
 // left under the name before commit().
+// ZSTD_getFrameHeader (the window a frame declares) is in zstd's "static linking only" section.
+#define ZSTD_STATIC_LINKING_ONLY
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -192,4 +194,49 @@ TEST(CoreWriterTest, NewFrameWithMoreWorkersKeepsOneStream) {
   ASSERT_FALSE(ZSTD_isError(second));
   EXPECT_EQ(first + second, packed.size()) << "exactly two frames";
   EXPECT_EQ(decompress_file(path), core);
+}
+
+namespace {
+
+// The window size (bytes) in the header of the first frame of the file `path`.
+std::uint64_t frame_window_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> head(ZSTD_FRAMEHEADERSIZE_MAX);
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  ZSTD_frameHeader header{};
+  EXPECT_EQ(ZSTD_getFrameHeader(&header, head.data(), static_cast<std::size_t>(in.gcount())), 0u);
+  return header.windowSize;
+}
+
+// Compresses 3 MiB of sample() at `level` with `core_tables` and `threads`, checks the round trip,
+// and returns the frame's window size.
+std::uint64_t window_of(const TempDir& dir, int level, bool core_tables, int threads) {
+  const auto core = sample(3 << 20);
+  const std::string name = "w" + std::to_string(level) + (core_tables ? "c" : "z") + std::to_string(threads) + ".zst";
+  CoreWriter writer(dir.fd(), name, CompressionOptions{level, threads, core_tables});
+  writer.write(core);
+  writer.commit();
+  EXPECT_EQ(decompress_file(dir.path() + "/" + name), core);
+  return frame_window_bytes(dir.path() + "/" + name);
+}
+
+}  // namespace
+
+// core_tables: the double-fast levels (3 and 4 in libzstd 1.5) get coredumpd's 512 KiB window (and
+// tables, which the frame does not show); zstd's own are 2 MiB. Other strategies keep zstd's
+// parameters: level 2 (fast) has 1 MiB and level 6 (lazy) 2 MiB either way. With and without workers alike: the parameters are the
+// context's, and start_new_frame() keeps them.
+TEST(CoreWriterTest, CoreTablesShrinkTheWindowOfTheDoubleFastLevelsOnly) {
+  TempDir dir("/var/tmp");
+  ASSERT_GE(dir.fd(), 0);
+  for (const int threads : {0, 2}) {
+    SCOPED_TRACE(threads);
+    EXPECT_EQ(window_of(dir, 3, true, threads), 512u << 10);
+    EXPECT_EQ(window_of(dir, 3, false, threads), 2u << 20);
+    EXPECT_EQ(window_of(dir, 4, true, threads), 512u << 10);
+    EXPECT_EQ(window_of(dir, 4, false, threads), 2u << 20);
+    EXPECT_EQ(window_of(dir, 2, true, threads), 1u << 20);
+    EXPECT_EQ(window_of(dir, 6, true, threads), 2u << 20);
+    EXPECT_EQ(window_of(dir, 6, false, threads), 2u << 20);
+  }
 }
