@@ -885,6 +885,16 @@ def environment(args):
         with open(path) as f:
             return {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in f if ":" in line)}
 
+    def page_reporting():
+        # Free page reporting (virtio-balloon) hands freed memory back to the host; with
+        # min_free_ms 0 it does so at once, and the pre-touch can no longer keep it in the guest.
+        params = "/sys/module/page_reporting/parameters"
+        try:
+            return ", ".join(f"{n} {open(os.path.join(params, n)).read().strip()}"
+                             for n in ("page_reporting_order", "min_free_ms") if os.path.exists(os.path.join(params, n)))
+        except OSError:
+            return "?"
+
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     return {
@@ -894,6 +904,7 @@ def environment(args):
         "cpu": fields("/proc/cpuinfo").get("model name", "?"),
         "MemTotal": fields("/proc/meminfo")["MemTotal"],
         "load average at start": " ".join(load),
+        "free page reporting": page_reporting() or "not present",
         "core_pattern before": read_pattern(),
         "zstd": first_line(["zstd", "--version"]),
         "python": platform.python_version(),
