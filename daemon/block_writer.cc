@@ -13,10 +13,26 @@ namespace coredumpd {
 
 namespace {
 constexpr std::align_val_t kAlign{4096};
+// The granule of Options::skip_zero_runs: 16 pages, so a hole costs no more syscalls than the data
+// around it would (a heap of alternating zero and data pages is written whole).
+constexpr std::size_t kZeroRun = 64 * 1024;
+}  // namespace
+
+bool all_zero(std::span<const std::byte> bytes) {
+  std::size_t i = 0;
+  std::uint64_t acc = 0;
+  for (; i + 8 * sizeof(std::uint64_t) <= bytes.size(); i += 8 * sizeof(std::uint64_t)) {
+    std::uint64_t w[8];
+    std::memcpy(w, bytes.data() + i, sizeof(w));
+    acc |= w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7];
+    if (acc != 0) return false;
+  }
+  for (; i < bytes.size(); ++i) acc |= static_cast<std::uint64_t>(bytes[i]);
+  return acc == 0;
 }
 
-BlockWriter::BlockWriter(int fd, std::size_t block_bytes, std::size_t depth)
-    : fd_(fd), block_bytes_(block_bytes), depth_(depth) {
+BlockWriter::BlockWriter(int fd, std::size_t block_bytes, std::size_t depth, Options options)
+    : fd_(fd), block_bytes_(block_bytes), depth_(depth), options_(std::move(options)) {
   // depth queued + one being written + the one being filled.
   for (std::size_t i = 0; i < depth_ + 2; ++i) {
     blocks_.push_back(static_cast<std::byte*>(::operator new[](block_bytes_, kAlign)));
@@ -54,6 +70,13 @@ void BlockWriter::submit(std::size_t n) {
   free_.pop_back();
 }
 
+void BlockWriter::skip(std::uint64_t n) {
+  std::lock_guard lock(mu_);
+  throw_if_failed();
+  queue_.push_back(Job{nullptr, n});
+  cv_.notify_all();
+}
+
 std::uint64_t BlockWriter::finish() {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return (queue_.empty() && !writing_) || !error_.empty(); });
@@ -78,27 +101,45 @@ void BlockWriter::run() {
     lock.unlock();
     std::string error;
     int err = 0;
-    if (!skip) {
+    if (!skip && job.data) {
       try {
-        write_all(job.data, job.n);
+        write_block(job.data, static_cast<std::size_t>(job.n));
       } catch (const StoreError& e) {
         error = e.what();
         err = e.error_number;
       }
     }
+    if (!skip && error.empty()) {
+      offset_ += job.n;
+      if (options_.on_written) options_.on_written(offset_);
+    }
     lock.lock();
-    if (!skip && error.empty()) written_ += job.n;
+    if (!skip && error.empty() && job.data) written_ += job.n;
     if (!error.empty() && error_.empty()) {
       error_ = error;
       error_number_ = err;
     }
     writing_ = false;
-    free_.push_back(job.data);
+    if (job.data) free_.push_back(job.data);
     cv_.notify_all();
   }
 }
 
-void BlockWriter::write_all(const std::byte* p, std::size_t n) {
+// Writes one block at offset_, or with skip_zero_runs its runs of 64 KiB that hold data (each run
+// one write, at an offset as aligned as the block's).
+void BlockWriter::write_block(const std::byte* p, std::size_t n) {
+  if (!options_.skip_zero_runs) return write_all(p, n, offset_);
+  std::size_t run = 0;  // start of the data run being gathered
+  for (std::size_t i = 0; i < n; i += kZeroRun) {
+    const std::size_t len = std::min(kZeroRun, n - i);
+    if (!all_zero(std::span(p + i, len))) continue;
+    if (i > run) write_all(p + run, i - run, offset_ + run);
+    run = i + len;
+  }
+  if (n > run) write_all(p + run, n - run, offset_ + run);
+}
+
+void BlockWriter::write_all(const std::byte* p, std::size_t n, std::uint64_t at) {
   auto stop_direct = [&] {
     const int flags = ::fcntl(fd_, F_GETFL);
     if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_DIRECT) < 0)
@@ -111,12 +152,12 @@ void BlockWriter::write_all(const std::byte* p, std::size_t n) {
     std::lock_guard lock(mu_);
     direct = direct_;
   }
-  if (direct && n % block_bytes_ != 0) {  // the unaligned tail
+  if (direct && (n % 4096 != 0 || at % 4096 != 0)) {  // the unaligned tail
     stop_direct();
     direct = false;
   }
   while (n > 0) {
-    const ssize_t w = ::write(fd_, p, n);
+    const ssize_t w = ::pwrite(fd_, p, n, static_cast<off_t>(at));
     if (w < 0) {
       if (errno == EINTR) continue;
       // A filesystem may accept O_DIRECT at open and still refuse a write (it needs a larger
@@ -129,6 +170,7 @@ void BlockWriter::write_all(const std::byte* p, std::size_t n) {
       throw StoreError(std::string("write core file: ") + std::strerror(errno), errno);
     }
     p += w;
+    at += static_cast<std::uint64_t>(w);
     n -= static_cast<std::size_t>(w);
   }
 }

@@ -1,25 +1,42 @@
 // Writing a file in whole, aligned blocks on a thread of its own: O_DIRECT writes are synchronous,
-// so without it the compressor would stop compressing for every block the disk takes.
+// so without it the compressor (or the drain, for the spool) would stop for every block the disk
+// takes.
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 namespace coredumpd {
 
+/// True if every byte of `bytes` is zero (word-wise: ~10 GB/s).
+bool all_zero(std::span<const std::byte> bytes);
+
 /// Appends blocks to `fd` (opened by the caller, possibly O_DIRECT) from a writer thread, at most
-/// `depth` blocks queued. Blocks are `block_bytes` (a multiple of 4096) and 4096-aligned, so
-/// every write but the last is O_DIRECT-friendly. Used by one thread (the compressor).
+/// `depth` blocks queued, at file offsets counted from 0 (pwrite: the fd's offset is not used).
+/// Blocks are `block_bytes` (a multiple of 4096) and 4096-aligned, so every write but the last is
+/// O_DIRECT-friendly. Used by one thread (the compressor, or the drain for the spool).
 class BlockWriter {
  public:
+  struct Options {
+    /// Leave each 64 KiB of a block that is all zeros as a hole (not written): the spool, where
+    /// untouched memory arrives as literal zeros.
+    bool skip_zero_runs = false;
+    /// Called on the writer thread after each queued block or hole is on the file, with the file
+    /// offset (bytes) everything before which is written. Must not call back into the writer.
+    std::function<void(std::uint64_t)> on_written;
+  };
+
   /// Throws std::bad_alloc, std::system_error (thread creation).
-  BlockWriter(int fd, std::size_t block_bytes, std::size_t depth);
+  BlockWriter(int fd, std::size_t block_bytes, std::size_t depth) : BlockWriter(fd, block_bytes, depth, Options{}) {}
+  BlockWriter(int fd, std::size_t block_bytes, std::size_t depth, Options options);
   /// Waits for queued writes and stops the thread; errors are dropped (call finish() to see them).
   ~BlockWriter();
   BlockWriter(const BlockWriter&) = delete;
@@ -33,6 +50,9 @@ class BlockWriter {
   /// O_DIRECT, the writer clears it for this unaligned tail) and hands out a free block, waiting
   /// while `depth` blocks are queued. Throws StoreError (core_writer.h) if an earlier write failed.
   void submit(std::size_t n);
+  /// Queues a hole: the next block lands `n` bytes (a multiple of block_bytes()) further on, and
+  /// nothing is written for them. Throws StoreError if an earlier write failed.
+  void skip(std::uint64_t n);
   /// Waits until every queued block is written. Returns the bytes written in all. Throws
   /// StoreError naming the first failure (e.g. ENOSPC).
   std::uint64_t finish();
@@ -42,16 +62,19 @@ class BlockWriter {
 
  private:
   struct Job {
-    std::byte* data;
-    std::size_t n;
+    std::byte* data;  ///< nullptr: a hole of n bytes
+    std::uint64_t n;
   };
   void run();
-  void write_all(const std::byte* p, std::size_t n);  // writer thread
+  void write_block(const std::byte* p, std::size_t n);                  // writer thread
+  void write_all(const std::byte* p, std::size_t n, std::uint64_t at);  // writer thread
   void throw_if_failed() const;                        // under mu_
 
   const int fd_;
   const std::size_t block_bytes_;
   const std::size_t depth_;
+  const Options options_;
+  std::uint64_t offset_ = 0;         // writer thread only: where the next job lands
   std::vector<std::byte*> blocks_;  // all of them, freed in the destructor
   std::byte* current_;
   mutable std::mutex mu_;

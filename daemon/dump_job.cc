@@ -33,10 +33,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Large reads keep the syscall count low at the kernel's ~2 GB/s emit rate (spec Appendix A).
-constexpr std::size_t kReadChunk = 1 << 20;
-// Spliced bytes between two chunks read to look for zero runs (see run_dump_job).
-constexpr std::uint64_t kSpliceProbe = 16 << 20;
+// Large reads keep the syscall count low at the kernel's ~2 GB/s emit rate (spec Appendix A):
+// record streams, and what is dropped past max_core_bytes (a plain core is read into the spool's
+// blocks, of the same size).
+constexpr std::size_t kReadChunk = Spool::kBlockBytes;
 // Bytes the compressor takes between two looks at whether the stream has ended.
 constexpr std::uint64_t kStreamingStep = 8 << 20;
 
@@ -55,7 +55,7 @@ struct Pulled {
   bool stop = false;  ///< the consumer refused the bytes (a malformed record stream)
 };
 
-// Pulls the core stream from `fd` to EOF; `pull()` moves the next bytes (read or splice). Each wait
+// Pulls the core stream from `fd` to EOF; `pull()` reads the next bytes. Each wait
 // for data is bounded by `idle`.
 template <typename Pull>
 DrainResult drain(int fd, std::chrono::milliseconds idle, Pull&& pull) {
@@ -148,7 +148,7 @@ struct InFlight {
   std::function<void()> done;
   bool indexed = false;                 // the InProgress row was inserted
   std::unique_ptr<Spool> spool;
-  bool may_store_uncompressed = false;  // a plain core stream, spliced: the spool can be the core
+  bool may_store_uncompressed = false;  // a plain core stream, not forwarded: the spool can be the core
   CompressibilitySampler sampler;       // fed by the drain, read by the compressor
   std::string spool_error;              // the spool could not be created or written
   DrainResult drained;
@@ -171,22 +171,44 @@ class DrainSink {
  public:
   explicit DrainSink(InFlight& d) : d_(d), limit_(d.job.policy.max_core_bytes.value_or(UINT64_MAX)) {}
 
-  // Returns the bytes the spool left as holes (long zero runs).
-  std::size_t data(std::span<const std::byte> bytes) {
+  /// Where the next bytes of a plain core stream are read to: the spool's block, at most as much
+  /// as the spool may still take (max_core_bytes); empty once it takes nothing more.
+  std::span<std::byte> space() {
+    const std::uint64_t left = room(UINT64_MAX);
+    if (left == 0) return {};
+    const auto into = d_.spool->space();
+    return into.first(static_cast<std::size_t>(std::min<std::uint64_t>(left, into.size())));
+  }
+
+  /// `bytes` of a plain core stream were read: into space() if `kept`, else elsewhere (past
+  /// max_core_bytes, or after a spool error), to be counted only.
+  void read(std::span<const std::byte> bytes, bool kept) {
     if (!scanner_.done()) scanner_.feed(bytes);
     d_.total += bytes.size();
-    const auto n = room(bytes.size());
-    if (n == 0) return 0;
+    if (!kept) return;
+    d_.spooled += bytes.size();
     try {
-      const std::size_t holes = d_.spool->append(bytes.first(static_cast<std::size_t>(n)));
-      d_.spooled += n;
-      return holes;
+      if (const auto block = d_.spool->commit(bytes.size()); !block.empty()) probe(block);
     } catch (const StoreError& e) {
       d_.spool_error = e.what();
-      return 0;
     }
   }
 
+  /// Decoded DATA of a record stream.
+  void data(std::span<const std::byte> bytes) {
+    if (!scanner_.done()) scanner_.feed(bytes);
+    d_.total += bytes.size();
+    const auto n = room(bytes.size());
+    if (n == 0) return;
+    try {
+      d_.spool->append(bytes.first(static_cast<std::size_t>(n)));
+      d_.spooled += n;
+    } catch (const StoreError& e) {
+      d_.spool_error = e.what();
+    }
+  }
+
+  /// A ZERO record of `len` bytes.
   void zeros(std::uint64_t len) {
     static const std::vector<std::byte> zero_block(64 * 1024);
     for (std::uint64_t left = len; left > 0 && !scanner_.done();) {  // holes inside the notes are rare
@@ -205,16 +227,6 @@ class DrainSink {
     }
   }
 
-  /// The core's ELF notes (at its head) are parsed: what follows need not pass through user space.
-  bool head_scanned() const { return scanner_.done(); }
-  /// Bytes the spool may still take (max_core_bytes); 0 after a spool error.
-  std::uint64_t room_left() const { return room(UINT64_MAX); }
-  /// `n` bytes went into the spool by splice.
-  void spliced(std::uint64_t n) {
-    d_.total += n;
-    d_.spooled += n;
-  }
-
   protocol::CoreFacts finish() {
     scanner_.finish();
     return scanner_.facts();
@@ -225,6 +237,20 @@ class DrainSink {
     if (!d_.spool || !d_.spool_error.empty() || d_.spooled >= limit_) return 0;
     return std::min(len, limit_ - d_.spooled);
   }
+
+  // Every kProbeBlocks-th block of the spool that is mostly data (not untouched memory, which the
+  // kernel sends as zeros and the spool leaves as holes) is a compressibility sample
+  // (compressibility.h). Blocks hold only bytes the spool keeps: what lies past max_core_bytes
+  // never decides the format of what was stored.
+  void probe(std::span<const std::byte> block) {
+    if (d_.spooled / Spool::kBlockBytes % kProbeBlocks != 0) return;
+    std::size_t zero_pages = 0;
+    for (std::size_t i = 0; i < block.size(); i += kPage) zero_pages += all_zero(block.subspan(i, kPage));
+    if (zero_pages * 2 < block.size() / kPage) d_.sampler.sample(block);
+  }
+
+  static constexpr std::size_t kPage = 4096;
+  static constexpr std::uint64_t kProbeBlocks = 16;  // one sample per 16 MiB
 
   InFlight& d_;
   std::uint64_t limit_;
@@ -280,10 +306,8 @@ bool incompressible(const CoreWriter& w) {
 // caller starts from byte 0). Nothing is compressed while the verdict is open, because a compressed
 // part is punched out of the spool, which could then no longer be kept.
 //
-// The spool is not written back to disk while the core streams in: on this 2-vCPU VM that slowed
-// the drain, and so the task's release, by about 30 % (512 MiB random core: release 1.3x the
-// raw-drain server instead of 1.05x), to store it about 15 % sooner (bench/README.md, "Measured
-// design choices").
+// The spool's writer has put the core on the disk as it came (O_DIRECT, spool.h), so a raw core
+// is durable after an fsync that only flushes the device.
 bool keep_spool_uncompressed(InFlight& d) {
   for (std::uint64_t seen = 0;;) {
     const bool closed = d.spool->closed();  // before the verdict: the drain samples, then closes
@@ -314,7 +338,6 @@ void compress(const std::shared_ptr<InFlight>& dp) {
   // Only now idle-class: vacuuming above holds the index's write lock, which sessions wait for.
   compress_while_streaming();
   const bool uncompressed = error.empty() && writer && d.may_store_uncompressed && keep_spool_uncompressed(d);
-  std::vector<std::byte> buf(kReadChunk);
   std::uint64_t pos = 0;
   bool streamed = false;
   std::uint64_t compressed_while_streaming = 0;
@@ -344,10 +367,9 @@ void compress(const std::shared_ptr<InFlight>& dp) {
           pos += hole;
           continue;
         }
-        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(upto - pos, buf.size()));
-        d.spool->read(pos, std::span(buf.data(), n));
-        writer->write(std::span<const std::byte>(buf.data(), n));
-        pos += n;
+        const auto bytes = d.spool->view(pos, static_cast<std::size_t>(std::min<std::uint64_t>(upto - pos, kReadChunk)));
+        writer->write(bytes);
+        pos += bytes.size();
       }
       d.spool->release(pos);
     } catch (const StoreError& e) {
@@ -500,65 +522,29 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
       [&](std::uint64_t, std::span<const std::byte> bytes) { sink.data(bytes); },
       [&](std::uint64_t, std::uint64_t len) { sink.zeros(len); },
   };
-  // A plain core stream goes into the spool by splice once its notes are parsed; record streams,
-  // forwarded streams, the head and whatever lies past max_core_bytes are read. Every
-  // kSpliceProbe bytes a chunk is read instead, to look at it: while read chunks are mostly long
-  // zero runs (untouched memory the kernel sends as literal zeros) reading goes on, because then
-  // the spool leaves holes where splice would fill the page cache with zeros. A plain core is read
-  // in whole chunks (reads return what the socket holds, often a few pages) so that zero runs
-  // spanning reads become holes too. A probe that is mostly data is also a compressibility sample
-  // (compressibility.h): a core zstd cannot shrink is kept as spooled, uncompressed.
+  // A plain core stream is read straight into the spool's blocks; a record stream is read into
+  // `scratch` and decoded, and so is what lies past max_core_bytes, to be dropped. A forwarded
+  // stream is also passed on verbatim.
   const int fd = d.job.socket.get();
-  bool splicing = !d.records && !relay;
-  std::uint64_t spliced = 0, since_probe = 0;
-  std::vector<std::byte> buf(kReadChunk);
-  std::size_t held = 0;  // plain core bytes read into buf, not yet handed to the sink
-  auto hand_on = [&] {
-    if (held == 0) return;
-    // Only bytes the spool keeps are samples: past max_core_bytes (or after a spool error) the
-    // rest is read and dropped, and must not decide the format of what was stored.
-    const std::uint64_t kept = std::min<std::uint64_t>(held, sink.room_left());
-    if (sink.data(std::span(buf.data(), held)) * 2 < held) {  // mostly data: splice again
-      if (spliced > 0 && kept > 0)  // a probe, past the head
-        d.sampler.sample(std::span(buf.data(), static_cast<std::size_t>(kept)));
-      since_probe = 0;
-    }
-    held = 0;
-  };
+  std::vector<std::byte> scratch;  // allocated when first needed
   d.drained = drain(fd, d.job.config->stream_idle_timeout, [&]() -> Pulled {
-    if (splicing && held == 0 && sink.head_scanned() && since_probe < kSpliceProbe) {
-      if (const std::uint64_t room = sink.room_left(); room > 0) {
-        try {
-          const ssize_t n = d.spool->splice_from(fd, static_cast<std::size_t>(std::min<std::uint64_t>(room, kReadChunk)));
-          if (n > 0) {
-            sink.spliced(static_cast<std::uint64_t>(n));
-            spliced += static_cast<std::uint64_t>(n);
-            since_probe += static_cast<std::uint64_t>(n);
-          }
-          if (n >= 0 || errno != EINVAL) return {n};
-          splicing = false;  // this filesystem cannot splice: read below
-        } catch (const StoreError& e) {
-          d.spool_error = e.what();  // the rest is read and counted, not kept
-        }
-      }
+    auto into = d.records ? std::span<std::byte>() : sink.space();
+    const bool kept = !into.empty();
+    if (!kept) {
+      scratch.resize(kReadChunk);
+      into = scratch;
     }
-    const ssize_t n = ::read(fd, buf.data() + held, buf.size() - held);
-    if (n <= 0) {
-      if (n == 0 || errno != EAGAIN) hand_on();
-      return {n};
-    }
-    const std::span<const std::byte> chunk(buf.data() + held, static_cast<std::size_t>(n));
+    const ssize_t n = ::read(fd, into.data(), into.size());
+    if (n <= 0) return {n};
+    const std::span<const std::byte> chunk(into.data(), static_cast<std::size_t>(n));
     if (relay) relay->send(chunk);  // the receiver acked the same stream format: bytes go verbatim
     if (d.records) {
       if (!decoder.feed(chunk, record_sink)) return {n, true};  // a malformed stream stops the dump
       return {n};
     }
-    held += chunk.size();
-    if (held == buf.size()) hand_on();
+    sink.read(chunk, kept);
     return {n};
   });
-  hand_on();  // what was read before a stall or an error
-  r.extra["spliced_bytes"] = spliced;
   r.extra["stream_us"] = us_since(d.started);
   d.core_facts = sink.finish();
   d.malformed = d.records && decoder.failed();
@@ -578,6 +564,13 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
   }
   d.job.socket.reset();  // hang up: releases a WAIT-parked task
   r.extra["released_us"] = us_since(d.started);
+  if (d.spool && d.spool_error.empty()) {
+    try {
+      d.spool->flush();  // the last blocks (a few milliseconds of the disk), after the release
+    } catch (const StoreError& e) {
+      d.spool_error = e.what();
+    }
+  }
   if (d.spool) d.spool->close_input();
   else boost::asio::post(ctx.compressors, [dp] { compress(dp); });
 }

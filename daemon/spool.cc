@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 #include "daemon/core_writer.h"
 
@@ -16,110 +17,90 @@ namespace coredumpd {
 namespace {
 
 constexpr std::size_t kPage = 4096;
-// Shortest run of zero bytes left as a hole in the spool (16 pages).
-constexpr std::size_t kMinHole = 16 * kPage;
-constexpr int kPipeBytes = 1 << 20;  // splice_from()'s pipe
+constexpr std::align_val_t kAlign{kPage};
 
-// True if the 4 KiB at `p` are all zero. Word-wise: ~10+ GB/s, far below the socket's cost.
-bool zero_page(const std::byte* p) {
-  std::uint64_t acc = 0;
-  for (std::size_t i = 0; i < kPage; i += 8 * sizeof(std::uint64_t)) {
-    std::uint64_t w[8];
-    std::memcpy(w, p + i, sizeof(w));
-    acc |= w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7];
-  }
-  return acc == 0;
+[[noreturn]] void fail(const char* step) {
+  const int err = errno;
+  throw StoreError(std::string(step) + ": " + std::strerror(err), err);
+}
+
+// Adds O_DIRECT to `fd`; false where the filesystem refuses it (tmpfs before Linux 6.6).
+bool set_direct(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_DIRECT) == 0;
 }
 
 }  // namespace
 
 Spool::Spool(int store_dirfd) {
   fd_.reset(::openat(store_dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
-  if (!fd_) throw StoreError(std::string("create spool file: ") + std::strerror(errno), errno);
+  if (!fd_) fail("create spool file");
+  set_direct(fd_.get());
+  // The reader has its own open file: the writer clears O_DIRECT on its own for the unaligned tail.
+  const std::string self = "/proc/self/fd/" + std::to_string(fd_.get());
+  read_fd_.reset(::open(self.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!read_fd_) read_fd_.reset(::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0));  // no /proc: share the writer's
+  if (!read_fd_) fail("open spool file for reading");
+  set_direct(read_fd_.get());
+  read_buf_ = static_cast<std::byte*>(::operator new[](kBlockBytes + kPage, kAlign));
+  BlockWriter::Options options;
+  options.skip_zero_runs = true;
+  options.on_written = [this](std::uint64_t end) { publish(end); };
+  writer_ = std::make_unique<BlockWriter>(fd_.get(), kBlockBytes, kQueuedBlocks, std::move(options));
 }
 
-void Spool::write_at(std::uint64_t pos, const std::byte* p, std::size_t n) {
-  while (n > 0) {
-    const ssize_t w = ::pwrite(fd_.get(), p, n, static_cast<off_t>(pos));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      throw StoreError(std::string("write spool file: ") + std::strerror(errno), errno);
-    }
-    p += w;
-    pos += static_cast<std::uint64_t>(w);
-    n -= static_cast<std::size_t>(w);
-  }
+Spool::~Spool() {
+  writer_.reset();  // its thread may still call publish()
+  ::operator delete[](read_buf_, kAlign);
 }
 
-std::size_t Spool::append(std::span<const std::byte> bytes) {
-  // Runs of at least kMinHole zero pages (aligned in the core) are skipped, left as holes; the bytes
-  // between them go out with one pwrite each. Shorter zero runs are written like data: a hole per
-  // isolated zero page would cost a syscall per 4 KiB (a heap of alternating pages drained at half
-  // speed), and a few zero pages cost no more to write than any other page.
-  std::size_t i = 0, data_start = 0, holes = 0;
-  while (i < bytes.size()) {
-    const std::uint64_t abs = write_pos_ + i;
-    const bool aligned_page = abs % kPage == 0 && bytes.size() - i >= kPage;
-    if (!aligned_page || !zero_page(bytes.data() + i)) {
-      i += aligned_page ? kPage : std::min<std::size_t>(bytes.size() - i, kPage - abs % kPage);
-      continue;
-    }
-    std::size_t j = i + kPage;
-    while (bytes.size() - j >= kPage && zero_page(bytes.data() + j)) j += kPage;
-    if (j - i >= kMinHole) {
-      if (i > data_start) write_at(write_pos_ + data_start, bytes.data() + data_start, i - data_start);
-      data_start = j;
-      holes += j - i;
-    }
-    i = j;
-  }
-  if (bytes.size() > data_start) write_at(write_pos_ + data_start, bytes.data() + data_start, bytes.size() - data_start);
-  write_pos_ += bytes.size();
-  publish();
-  return holes;
+std::span<std::byte> Spool::space() { return {writer_->block() + fill_, kBlockBytes - fill_}; }
+
+std::span<const std::byte> Spool::commit(std::size_t n) {
+  fill_ += n;
+  if (fill_ < kBlockBytes) return {};
+  const std::span<const std::byte> full(writer_->block(), kBlockBytes);
+  fill_ = 0;
+  writer_->submit(kBlockBytes);  // the block stays untouched until it is handed out again
+  return full;
 }
 
-ssize_t Spool::splice_from(int fd, std::size_t max) {
-  if (!pipe_read_) {
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) < 0) {  // out of fds or pipe memory: not the socket's fault, so read instead
-      errno = EINVAL;
-      return -1;
-    }
-    pipe_read_.reset(p[0]);
-    pipe_write_.reset(p[1]);
-    // 1 MiB is the default pipe-max-size; without it (unprivileged) the pipe keeps its 64 KiB.
-    const int size = ::fcntl(pipe_write_.get(), F_SETPIPE_SZ, kPipeBytes);
-    pipe_bytes_ = size > 0 ? static_cast<std::size_t>(size) : 64 * 1024;
+void Spool::append(std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    const auto into = space();
+    const std::size_t n = std::min(into.size(), bytes.size());
+    std::memcpy(into.data(), bytes.data(), n);
+    bytes = bytes.subspan(n);
+    commit(n);
   }
-  const ssize_t in = ::splice(fd, nullptr, pipe_write_.get(), nullptr, std::min(max, pipe_bytes_),
-                              SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-  if (in <= 0) return in;
-  // The pipe was empty, so it now holds exactly `in` bytes: move them all to the file.
-  loff_t off = static_cast<loff_t>(write_pos_);
-  for (std::size_t left = static_cast<std::size_t>(in); left > 0;) {
-    const ssize_t out = ::splice(pipe_read_.get(), nullptr, fd_.get(), &off, left, SPLICE_F_MOVE);
-    if (out < 0 && errno == EINTR) continue;
-    if (out <= 0) throw StoreError(std::string("write spool file: ") + std::strerror(out < 0 ? errno : EIO), out < 0 ? errno : EIO);
-    left -= static_cast<std::size_t>(out);
-  }
-  write_pos_ += static_cast<std::uint64_t>(in);
-  publish();
-  return in;
-}
-
-void Spool::publish() {
-  std::lock_guard lock(mu_);
-  end_ = write_pos_;
-  cv_.notify_one();  // under the lock: the reader may destroy the Spool as soon as it wakes
 }
 
 void Spool::append_zeros(std::uint64_t len) {
-  write_pos_ += len;
-  // The file must be as long as the core even if it ends in a hole.
-  if (::ftruncate(fd_.get(), static_cast<off_t>(write_pos_)) < 0)
-    throw StoreError(std::string("extend spool file: ") + std::strerror(errno), errno);
-  publish();
+  while (len > 0) {
+    if (fill_ == 0 && len >= kBlockBytes) {
+      const std::uint64_t whole = len / kBlockBytes * kBlockBytes;
+      writer_->skip(whole);
+      len -= whole;
+      continue;
+    }
+    const auto into = space();
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(into.size(), len));
+    std::memset(into.data(), 0, n);
+    commit(n);
+    len -= n;
+  }
+}
+
+void Spool::flush() {
+  if (fill_ > 0) writer_->submit(fill_);
+  fill_ = 0;
+  writer_->finish();
+}
+
+void Spool::publish(std::uint64_t end) {
+  std::lock_guard lock(mu_);
+  end_ = end;
+  cv_.notify_one();  // under the lock: the reader may destroy the Spool as soon as it wakes
 }
 
 void Spool::close_input() {
@@ -134,22 +115,40 @@ std::uint64_t Spool::wait_beyond(std::uint64_t pos) {
   return end_;
 }
 
-void Spool::read(std::uint64_t pos, std::span<std::byte> out) const {
+std::span<const std::byte> Spool::view(std::uint64_t pos, std::size_t max) {
+  // O_DIRECT reads whole pages into an aligned buffer; pos is page-aligned but at a record
+  // stream's odd ends.
+  const std::uint64_t start = pos / kPage * kPage;
+  const auto skew = static_cast<std::size_t>(pos - start);
+  const std::size_t n = std::min(max, kBlockBytes);
+  const std::size_t want = (skew + n + kPage - 1) / kPage * kPage;
   std::size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = ::pread(fd_.get(), out.data() + done, out.size() - done, static_cast<off_t>(pos + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw StoreError(std::string("read spool file: ") + std::strerror(errno), errno);
-    if (n == 0) {  // beyond EOF of the file: an appended hole not yet materialised by ftruncate
-      std::memset(out.data() + done, 0, out.size() - done);
-      return;
+  while (done < skew + n) {
+    const std::size_t ask = want - done;
+    const ssize_t got = ::pread(read_fd_.get(), read_buf_ + done, ask, static_cast<off_t>(start + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail("read spool file");
+    done += static_cast<std::size_t>(got);
+    if (static_cast<std::size_t>(got) < ask) {
+      // Short: the file ends here. What lies beyond is a trailing hole (zeros at the core's end
+      // are not written; persist() extends the file over them).
+      if (done < skew + n) std::memset(read_buf_ + done, 0, skew + n - done);
+      break;
     }
-    done += static_cast<std::size_t>(n);
+  }
+  return {read_buf_ + skew, n};
+}
+
+void Spool::read(std::uint64_t pos, std::span<std::byte> out) {
+  for (std::size_t done = 0; done < out.size();) {
+    const auto v = view(pos + done, out.size() - done);
+    std::memcpy(out.data() + done, v.data(), v.size());
+    done += v.size();
   }
 }
 
 std::uint64_t Spool::hole_at(std::uint64_t pos, std::uint64_t limit) const {
-  const off_t data = ::lseek(fd_.get(), static_cast<off_t>(pos), SEEK_DATA);
+  const off_t data = ::lseek(read_fd_.get(), static_cast<off_t>(pos), SEEK_DATA);
   if (data < 0) return errno == ENXIO ? limit : 0;  // ENXIO: no data after pos at all
   return std::min<std::uint64_t>(static_cast<std::uint64_t>(data) - pos, limit);
 }
@@ -163,11 +162,7 @@ void Spool::release(std::uint64_t upto) {
 }
 
 std::uint64_t Spool::persist(int store_dirfd, const std::string& name) {
-  const auto fail = [](const char* step) {
-    const int err = errno;
-    throw StoreError(std::string(step) + ": " + std::strerror(err), err);
-  };
-  // The file may end before the core does: append() leaves trailing zero pages as holes.
+  // The file may end before the core does: zeros at the end are holes.
   const std::uint64_t len = size();
   if (::ftruncate(fd_.get(), static_cast<off_t>(len)) < 0) fail("extend core file");
   if (::fchmod(fd_.get(), kCoreFileMode) < 0) fail("fchmod core file");

@@ -1,56 +1,80 @@
 // The spool: a temporary, sparse file in the store that holds a core's raw bytes between the thread
 // draining the socket and the thread compressing it, so the kernel never waits on compression.
 //
-// The drain moves the stream into the file with splice(2) (socket → pipe → page cache: no copy into
-// user space, so draining costs what a server that reads and discards pays; bench/), or, where it
-// must see the bytes (record streams, forwarding, the ELF notes at the head), appends what it read;
-// there runs of zero pages become holes. The compressor reads behind it and punches out what it
-// has compressed, so the disk holds only the lag between the two. A core not worth compressing
-// skips that: the spool itself is made durable and linked into the store (persist()).
+// The drain reads the stream straight into the spool's 1 MiB blocks (space(), commit()), which a
+// writer thread writes with O_DIRECT (BlockWriter), leaving each 64 KiB of zeros as a hole. The
+// page cache is never filled: on this VM a fresh page-cache page costs a host fault (free memory
+// goes back to the host at once), so a spool in the page cache drained at about half the kernel's
+// rate, while O_DIRECT from a few reused blocks keeps up with it (bench/README.md, "Measured design
+// choices"). The compressor reads behind the writer, also with O_DIRECT, through a descriptor of
+// its own, and punches out what it has compressed, so the disk holds only the lag between the two.
+// A core not worth compressing skips that: the spool itself is made durable and linked into the
+// store (persist()); its bytes are already on the disk when the stream ends.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
+#include <string>
 
 #include <sys/types.h>
 
+#include "daemon/block_writer.h"
 #include "daemon/unique_fd.h"
 
 namespace coredumpd {
 
 /// One core's spool. Thread-safe for one writer (the drain) and one reader (the compressor).
+/// Memory: kQueuedBlocks + 3 blocks of kBlockBytes, allocated when it is created.
 class Spool {
  public:
-  /// Creates an unnamed (O_TMPFILE) file in `store_dirfd`. Throws StoreError (core_writer.h).
+  /// Size of a block (bytes): the unit of the drain's reads, the disk writes and the reader's reads.
+  static constexpr std::size_t kBlockBytes = 1 << 20;
+  /// Blocks queued to the writer thread before the drain waits for the disk.
+  static constexpr std::size_t kQueuedBlocks = 3;
+
+  /// Creates an unnamed (O_TMPFILE) file in `store_dirfd`, with O_DIRECT where the filesystem
+  /// takes it, and its writer thread. Throws StoreError (core_writer.h), std::bad_alloc,
+  /// std::system_error.
   explicit Spool(int store_dirfd);
+  ~Spool();
+  Spool(const Spool&) = delete;
+  Spool& operator=(const Spool&) = delete;
 
   // ---- drain side ----
-  /// Appends `bytes`; runs of >= 16 page-aligned all-zero 4 KiB pages are skipped (left as
-  /// holes). Returns the bytes left as holes. Throws StoreError (e.g. ENOSPC); the spool is then
+  /// Where the next bytes of the core go: the free rest of the current block (never empty). Valid
+  /// until the next commit(), append() or append_zeros().
+  std::span<std::byte> space();
+  /// The first `n` bytes of space() hold the next bytes of the core. A block thus filled is
+  /// queued for writing and returned (readable until the next call on the drain side); otherwise
+  /// an empty span. Throws StoreError if an earlier write failed (e.g. ENOSPC); the spool is then
   /// unusable for writing.
-  std::size_t append(std::span<const std::byte> bytes);
-  /// Moves up to `max` bytes (> 0) from `fd`, a stream socket, to the end of the spool with
-  /// splice(2) through a pipe of 1 MiB; never blocks on `fd`. Returns the bytes moved, 0 at EOF,
-  /// or -1 with errno set: EAGAIN (no data yet), EINVAL (no pipe could be made, or this filesystem
-  /// or fd cannot splice; use append()), others from the socket. Throws StoreError if writing the file fails (e.g. ENOSPC);
-  /// bytes already taken from `fd` are then lost and the spool is unusable for writing.
-  ssize_t splice_from(int fd, std::size_t max);
-  /// Appends `len` zero bytes as a hole (a ZERO record, or zeros found by the drain).
+  std::span<const std::byte> commit(std::size_t n);
+  /// Copies `bytes` to the end of the spool (record streams). Throws StoreError as commit().
+  void append(std::span<const std::byte> bytes);
+  /// Appends `len` zero bytes (a ZERO record); whole blocks of them become a hole without being
+  /// touched. Throws StoreError as commit().
   void append_zeros(std::uint64_t len);
-  /// No more bytes will come. Wakes the reader.
+  /// Queues the last, partial block and waits until everything is on the file (at most
+  /// kQueuedBlocks + 1 blocks: milliseconds). Throws StoreError naming the first failed write.
+  void flush();
+  /// No more bytes will come (call after flush()). Wakes the reader.
   void close_input();
 
   // ---- compressor side ----
-  /// Blocks until more than `pos` bytes are in the spool or the input is closed. Returns the
+  /// Blocks until more than `pos` bytes are written or the input is closed. Returns the
   /// current end (== pos only when the input is closed and everything was read).
   std::uint64_t wait_beyond(std::uint64_t pos);
   /// close_input() was called.
   bool closed() const;
-  /// Reads [pos, pos + out.size()) (which must be below the end). Holes read as zeros.
-  /// Throws StoreError on I/O errors.
-  void read(std::uint64_t pos, std::span<std::byte> out) const;
+  /// Up to `max` bytes (at most kBlockBytes) at `pos`, below the written end, in a buffer of the
+  /// spool's, valid until the next view() or read(). Holes read as zeros. Throws StoreError on I/O
+  /// errors.
+  std::span<const std::byte> view(std::uint64_t pos, std::size_t max);
+  /// Copies [pos, pos + out.size()) (below the written end) into `out`, through view().
+  void read(std::uint64_t pos, std::span<std::byte> out);
   /// Length of the hole starting at `pos` (0 if `pos` is in data), bounded by `limit` bytes.
   std::uint64_t hole_at(std::uint64_t pos, std::uint64_t limit) const;
   /// Frees the disk blocks of [0, upto) (already compressed). Best effort.
@@ -61,22 +85,22 @@ class Spool {
   /// Returns the file's size in bytes. Throws StoreError; nothing is left under `name` then.
   std::uint64_t persist(int store_dirfd, const std::string& name);
 
-  /// Bytes appended so far (holes included).
+  /// Bytes written to the file so far (holes included); after flush(), all that was appended.
   std::uint64_t size() const;
 
  private:
-  void write_at(std::uint64_t pos, const std::byte* p, std::size_t n);
-  void publish();
+  void publish(std::uint64_t end);  // writer thread
 
-  UniqueFd fd_;
-  UniqueFd pipe_read_, pipe_write_;  // splice_from(): created on first use
-  std::size_t pipe_bytes_ = 0;
+  UniqueFd fd_;        // the writer's (O_DIRECT until an unaligned tail)
+  UniqueFd read_fd_;   // the reader's, O_DIRECT where the filesystem takes it
+  std::byte* read_buf_ = nullptr;  // kBlockBytes + one page, 4096-aligned
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::uint64_t end_ = 0;        // guarded by mu_; the writer's own copy is write_pos_
+  std::uint64_t end_ = 0;        // guarded by mu_: written to the file
   bool closed_ = false;          // guarded by mu_
-  std::uint64_t write_pos_ = 0;  // drain thread only
+  std::size_t fill_ = 0;         // drain thread only: bytes in the current block
   std::uint64_t released_ = 0;   // compressor thread only
+  std::unique_ptr<BlockWriter> writer_;  // declared last: its thread stops first
 };
 
 }  // namespace coredumpd
