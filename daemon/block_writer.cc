@@ -34,15 +34,29 @@ bool all_zero(std::span<const std::byte> bytes) {
 BlockWriter::BlockWriter(int fd, std::size_t block_bytes, std::size_t depth, Options options)
     : fd_(fd), block_bytes_(block_bytes), depth_(depth), options_(std::move(options)) {
   // depth queued + one being written + the one being filled.
-  for (std::size_t i = 0; i < depth_ + 2; ++i) {
-    blocks_.push_back(static_cast<std::byte*>(::operator new[](block_bytes_, kAlign)));
-    free_.push_back(blocks_.back());
+  const auto free_blocks = [this] {
+    for (auto* b : blocks_) ::operator delete[](b, kAlign);
+  };
+  try {
+    blocks_.reserve(depth_ + 2);
+    for (std::size_t i = 0; i < depth_ + 2; ++i) {
+      blocks_.push_back(static_cast<std::byte*>(::operator new[](block_bytes_, kAlign)));
+      free_.push_back(blocks_.back());
+    }
+  } catch (...) {
+    free_blocks();
+    throw;
   }
   current_ = free_.back();
   free_.pop_back();
   const int flags = ::fcntl(fd_, F_GETFL);
   direct_ = flags >= 0 && (flags & O_DIRECT);
-  thread_ = std::thread([this] { run(); });
+  try {
+    thread_ = std::thread([this] { run(); });
+  } catch (...) {
+    free_blocks();
+    throw;
+  }
 }
 
 BlockWriter::~BlockWriter() {

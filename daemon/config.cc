@@ -298,6 +298,8 @@ Config apply_config(const std::string& origin, const json& doc, Config c, const 
       if (static_cast<std::uint64_t>(bit) <= protocol::COREDUMP_MEMORY_TYPES)
         error(origin, key, "collides with a mainline/NEXT mask bit (0x01..0x40)");
       c.close_files_bit = static_cast<std::uint64_t>(bit);
+    } else if (key == "spool_direct_io") {
+      c.spool_direct_io = get_bool(origin, key, v);
     } else if (key == "accept_forwarded") {
       c.accept_forwarded = get_bool(origin, key, v);
     } else if (key == "collector_budget_ms") {

@@ -62,6 +62,11 @@ struct Config {
   /// the host's coredumpd). Such dumps are recorded with extra.forwarded_from_host. Off by default:
   /// every other non-crashing peer stays refused either way.
   bool accept_forwarded = false;
+  /// The spool is written and read with O_DIRECT (spool.h): the default, since on a VM whose free
+  /// memory goes back to its host a page-cache spool drained at half the kernel's rate. false:
+  /// through the page cache, which absorbs a core faster than a slow disk (a network volume of
+  /// ~100 MB/s) takes it, up to the kernel's dirty limits.
+  bool spool_direct_io = true;
   /// A collector that loops (e.g. over thousands of fds) stops after this long.
   std::chrono::milliseconds collector_budget{500};
   /// Tests only ("testing": {"collector_delay_ms": N}): a handshake collector that sleeps N ms, to

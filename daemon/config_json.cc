@@ -118,6 +118,7 @@ json config_to_json(const Config& c) {
       {"close_files_bit", c.close_files_bit},
       {"collector_budget_ms", c.collector_budget.count()},
       {"accept_forwarded", c.accept_forwarded},
+      {"spool_direct_io", c.spool_direct_io},
       {"testing", {{"collector_delay_ms", c.test_collector_delay.count()}}},
       {"retention", retention_to_json(c.retention)},
       {"defaults", policy_to_json(c.defaults)},

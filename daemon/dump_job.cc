@@ -238,15 +238,22 @@ class DrainSink {
     return std::min(len, limit_ - d_.spooled);
   }
 
-  // Every kProbeBlocks-th block of the spool that is mostly data (not untouched memory, which the
-  // kernel sends as zeros and the spool leaves as holes) is a compressibility sample
-  // (compressibility.h). Blocks hold only bytes the spool keeps: what lies past max_core_bytes
-  // never decides the format of what was stored.
+  // Once per kProbeBlocks blocks of the spool, the first block from there on that is mostly data
+  // (not untouched memory, which the kernel sends as zeros and the spool leaves as holes) is a
+  // compressibility sample (compressibility.h), from its first page of data on. Blocks hold only
+  // bytes the spool keeps: what lies past max_core_bytes never decides the format of what was stored.
   void probe(std::span<const std::byte> block) {
-    if (d_.spooled / Spool::kBlockBytes % kProbeBlocks != 0) return;
-    std::size_t zero_pages = 0;
-    for (std::size_t i = 0; i < block.size(); i += kPage) zero_pages += all_zero(block.subspan(i, kPage));
-    if (zero_pages * 2 < block.size() / kPage) d_.sampler.sample(block);
+    if (d_.spooled / Spool::kBlockBytes % kProbeBlocks == 0) probe_due_ = true;
+    if (!probe_due_) return;
+    std::size_t zero_pages = 0, first_data = block.size();
+    for (std::size_t i = 0; i < block.size(); i += kPage) {
+      const bool zero = all_zero(block.subspan(i, kPage));
+      zero_pages += zero;
+      if (!zero && first_data == block.size()) first_data = i;
+    }
+    if (zero_pages * 2 >= block.size() / kPage) return;  // try the next block
+    d_.sampler.sample(block.subspan(first_data));
+    probe_due_ = false;
   }
 
   static constexpr std::size_t kPage = 4096;
@@ -254,6 +261,7 @@ class DrainSink {
 
   InFlight& d_;
   std::uint64_t limit_;
+  bool probe_due_ = false;
   protocol::CoreNoteScanner scanner_;
 };
 
@@ -307,7 +315,7 @@ bool incompressible(const CoreWriter& w) {
 // part is punched out of the spool, which could then no longer be kept.
 //
 // The spool's writer has put the core on the disk as it came (O_DIRECT, spool.h), so a raw core
-// is durable after an fsync that only flushes the device.
+// is durable after an fsync that commits the file's block allocation and flushes the device.
 bool keep_spool_uncompressed(InFlight& d) {
   for (std::uint64_t seen = 0;;) {
     const bool closed = d.spool->closed();  // before the verdict: the drain samples, then closes
@@ -504,9 +512,9 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
 
   d.forwarding = static_cast<bool>(d.job.forward_socket);
   try {
-    d.spool = std::make_unique<Spool>(ctx.store_dirfd);
-  } catch (const StoreError& e) {
-    d.spool_error = e.what();
+    d.spool = std::make_unique<Spool>(ctx.store_dirfd, d.job.config->spool_direct_io);
+  } catch (const std::exception& e) {  // StoreError; bad_alloc or system_error (its writer thread)
+    d.spool_error = std::string("spool: ") + e.what();
   }
   d.records = d.job.negotiation.records == protocol::FlagOutcome::Granted;
   d.may_store_uncompressed = !d.records && !d.forwarding;

@@ -30,19 +30,27 @@ bool set_direct(int fd) {
   return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_DIRECT) == 0;
 }
 
+// Takes O_DIRECT off `fd`; false if it had none (or fcntl failed).
+bool clear_direct(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  return flags >= 0 && (flags & O_DIRECT) && ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) == 0;
+}
+
 }  // namespace
 
-Spool::Spool(int store_dirfd) {
+void Spool::AlignedFree::operator()(std::byte* p) const { ::operator delete[](p, kAlign); }
+
+Spool::Spool(int store_dirfd, bool direct_io) {
   fd_.reset(::openat(store_dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
   if (!fd_) fail("create spool file");
-  set_direct(fd_.get());
+  if (direct_io) set_direct(fd_.get());
   // The reader has its own open file: the writer clears O_DIRECT on its own for the unaligned tail.
   const std::string self = "/proc/self/fd/" + std::to_string(fd_.get());
   read_fd_.reset(::open(self.c_str(), O_RDONLY | O_CLOEXEC));
   if (!read_fd_) read_fd_.reset(::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0));  // no /proc: share the writer's
   if (!read_fd_) fail("open spool file for reading");
-  set_direct(read_fd_.get());
-  read_buf_ = static_cast<std::byte*>(::operator new[](kBlockBytes + kPage, kAlign));
+  if (direct_io) set_direct(read_fd_.get());
+  read_buf_.reset(static_cast<std::byte*>(::operator new[](kBlockBytes + kPage, kAlign)));
   BlockWriter::Options options;
   options.skip_zero_runs = true;
   options.on_written = [this](std::uint64_t end) { publish(end); };
@@ -51,7 +59,6 @@ Spool::Spool(int store_dirfd) {
 
 Spool::~Spool() {
   writer_.reset();  // its thread may still call publish()
-  ::operator delete[](read_buf_, kAlign);
 }
 
 std::span<std::byte> Spool::space() { return {writer_->block() + fill_, kBlockBytes - fill_}; }
@@ -116,27 +123,31 @@ std::uint64_t Spool::wait_beyond(std::uint64_t pos) {
 }
 
 std::span<const std::byte> Spool::view(std::uint64_t pos, std::size_t max) {
-  // O_DIRECT reads whole pages into an aligned buffer; pos is page-aligned but at a record
-  // stream's odd ends.
+  // O_DIRECT reads whole pages into an aligned buffer. pos is page-aligned in practice (blocks,
+  // holes and 64 KiB runs are); only the core's end is not.
   const std::uint64_t start = pos / kPage * kPage;
   const auto skew = static_cast<std::size_t>(pos - start);
   const std::size_t n = std::min(max, kBlockBytes);
   const std::size_t want = (skew + n + kPage - 1) / kPage * kPage;
+  std::byte* const buf = read_buf_.get();
   std::size_t done = 0;
   while (done < skew + n) {
     const std::size_t ask = want - done;
-    const ssize_t got = ::pread(read_fd_.get(), read_buf_ + done, ask, static_cast<off_t>(start + done));
+    const ssize_t got = ::pread(read_fd_.get(), buf + done, ask, static_cast<off_t>(start + done));
     if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && errno == EINVAL && clear_direct(read_fd_.get())) continue;  // alignment refused
     if (got < 0) fail("read spool file");
     done += static_cast<std::size_t>(got);
-    if (static_cast<std::size_t>(got) < ask) {
-      // Short: the file ends here. What lies beyond is a trailing hole (zeros at the core's end
-      // are not written; persist() extends the file over them).
-      if (done < skew + n) std::memset(read_buf_ + done, 0, skew + n - done);
-      break;
-    }
+    if (static_cast<std::size_t>(got) == ask) continue;
+    struct stat st {};
+    if (::fstat(read_fd_.get(), &st) < 0) fail("stat spool file");
+    if (got > 0 && start + done < static_cast<std::uint64_t>(st.st_size)) continue;  // short, not at the end
+    // The file ends here. What lies beyond is a trailing hole (zeros at the core's end are not
+    // written; persist() extends the file over them).
+    if (done < skew + n) std::memset(buf + done, 0, skew + n - done);
+    break;
   }
-  return {read_buf_ + skew, n};
+  return {buf + skew, n};
 }
 
 void Spool::read(std::uint64_t pos, std::span<std::byte> out) {

@@ -3,10 +3,11 @@
 //
 // The drain reads the stream straight into the spool's 1 MiB blocks (space(), commit()), which a
 // writer thread writes with O_DIRECT (BlockWriter), leaving each 64 KiB of zeros as a hole. The
-// page cache is never filled: on this VM a fresh page-cache page costs a host fault (free memory
-// goes back to the host at once), so a spool in the page cache drained at about half the kernel's
-// rate, while O_DIRECT from a few reused blocks keeps up with it (bench/README.md, "Measured design
-// choices"). The compressor reads behind the writer, also with O_DIRECT, through a descriptor of
+// page cache is not filled (but for the unaligned last block): on this VM a fresh page-cache page
+// costs a host fault (free memory goes back to the host at once), so a spool in the page cache
+// drained at about half the kernel's rate, while O_DIRECT from a few reused blocks kept up with it
+// (bench/README.md, "Measured design choices"). Where the disk is slower than the kernel's emit,
+// the drain waits for it; config spool_direct_io = false then lets the page cache absorb the core. The compressor reads behind the writer, also with O_DIRECT, through a descriptor of
 // its own, and punches out what it has compressed, so the disk holds only the lag between the two.
 // A core not worth compressing skips that: the spool itself is made durable and linked into the
 // store (persist()); its bytes are already on the disk when the stream ends.
@@ -36,9 +37,9 @@ class Spool {
   static constexpr std::size_t kQueuedBlocks = 3;
 
   /// Creates an unnamed (O_TMPFILE) file in `store_dirfd`, with O_DIRECT where the filesystem
-  /// takes it, and its writer thread. Throws StoreError (core_writer.h), std::bad_alloc,
-  /// std::system_error.
-  explicit Spool(int store_dirfd);
+  /// takes it unless `direct_io` is false (config spool_direct_io), and its writer thread. Throws
+  /// StoreError (core_writer.h), std::bad_alloc, std::system_error.
+  explicit Spool(int store_dirfd, bool direct_io = true);
   ~Spool();
   Spool(const Spool&) = delete;
   Spool& operator=(const Spool&) = delete;
@@ -58,7 +59,7 @@ class Spool {
   /// touched. Throws StoreError as commit().
   void append_zeros(std::uint64_t len);
   /// Queues the last, partial block and waits until everything is on the file (at most
-  /// kQueuedBlocks + 1 blocks: milliseconds). Throws StoreError naming the first failed write.
+  /// kQueuedBlocks + 2 blocks: milliseconds). Throws StoreError naming the first failed write.
   void flush();
   /// No more bytes will come (call after flush()). Wakes the reader.
   void close_input();
@@ -71,7 +72,8 @@ class Spool {
   bool closed() const;
   /// Up to `max` bytes (at most kBlockBytes) at `pos`, below the written end, in a buffer of the
   /// spool's, valid until the next view() or read(). Holes read as zeros. Throws StoreError on I/O
-  /// errors.
+  /// errors. A filesystem that takes O_DIRECT at open but refuses our alignment (EINVAL) is read
+  /// through the page cache from then on.
   std::span<const std::byte> view(std::uint64_t pos, std::size_t max);
   /// Copies [pos, pos + out.size()) (below the written end) into `out`, through view().
   void read(std::uint64_t pos, std::span<std::byte> out);
@@ -91,9 +93,13 @@ class Spool {
  private:
   void publish(std::uint64_t end);  // writer thread
 
+  struct AlignedFree {
+    void operator()(std::byte* p) const;
+  };
+
   UniqueFd fd_;        // the writer's (O_DIRECT until an unaligned tail)
   UniqueFd read_fd_;   // the reader's, O_DIRECT where the filesystem takes it
-  std::byte* read_buf_ = nullptr;  // kBlockBytes + one page, 4096-aligned
+  std::unique_ptr<std::byte, AlignedFree> read_buf_;  // kBlockBytes + one page, 4096-aligned
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::uint64_t end_ = 0;        // guarded by mu_: written to the file

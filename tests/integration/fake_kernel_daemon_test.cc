@@ -498,6 +498,34 @@ TEST_F(FakeKernelDaemon, CoreWithALongZeroRunIsStoredExactly) {
   EXPECT_EQ(stored_core(*r), core);
 }
 
+// spool_direct_io = false (the spool through the page cache): a compressible and an incompressible
+// core are stored exactly, as zstd and raw.
+TEST_F(FakeKernelDaemon, SpoolThroughThePageCacheStoresTheSameCores) {
+  start(R"({"spool_direct_io": false})");
+  std::vector<std::byte> core(40 * kMebi);
+  fill_text(core, 0, core.size());
+  auto o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  auto r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+  EXPECT_EQ(r->compression, "zstd");
+  EXPECT_TRUE(stored_core(*r) == core);
+
+  start(R"({"spool_direct_io": false})");
+  fill_random(core, 0, core.size(), 91);
+  o = options();
+  o.core = fk::CoreSource::from_buffer(core);
+  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  r = only_record();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+  EXPECT_EQ(r->compression, "none");
+  EXPECT_TRUE(stored_core(*r) == core);
+  EXPECT_EQ(verify_problems(), "");
+}
+
 // A core zstd cannot shrink (random bytes past its head) is kept as the drain spooled it: no
 // compression, a raw "<id>.core" file that is the exact core. One that compresses (the same size of
 // repetitive text) is stored as zstd.

@@ -28,10 +28,11 @@ TEST(Config, EveryGlobalKeyIsRead) {
     "socket": "/run/x/s.sock", "store": "/srv/cores", "handshake_timeout_ms": 1500,
     "stream_idle_timeout_ms": 5000, "listen_backlog": 512, "dump_workers": 3, "collector_threads": 1,
     "compression": {"level": 5, "threads": 2, "core_tables": false}, "close_files_bit": 256, "collector_budget_ms": 100,
-    "testing": {"collector_delay_ms": 7}, "shutdown_grace_ms": 1234, "max_concurrent_dumps": 9,
+    "testing": {"collector_delay_ms": 7}, "shutdown_grace_ms": 1234, "spool_direct_io": false, "max_concurrent_dumps": 9,
     "overload_action": "reject", "compression_jobs": 2
   })");
   EXPECT_EQ(c.shutdown_grace.count(), 1234);
+  EXPECT_FALSE(c.spool_direct_io) << "default true";
   EXPECT_EQ(c.max_concurrent_dumps, 9);
   EXPECT_EQ(c.overload_action, Action::Reject);
   EXPECT_EQ(c.compression_jobs, 2);

@@ -207,6 +207,26 @@ TEST_F(SpoolTest, DataDoNotEnterThePageCache) {
   ::close(fd);
 }
 
+// spool_direct_io = false: the same bytes, through the page cache (what is written stays resident).
+TEST_F(SpoolTest, WithoutDirectIoTheDataGoThroughThePageCache) {
+  const auto data = random_bytes(4 * Spool::kBlockBytes, 11);
+  Spool spool(dirfd_, /*direct_io=*/false);
+  spool.append(data);
+  spool.flush();
+  spool.close_input();
+  EXPECT_EQ(read_all(spool), data);
+  spool.persist(dirfd_, "p.core");
+  const int fd = ::openat(dirfd_, "p.core", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  void* map = ::mmap(nullptr, data.size(), PROT_READ, MAP_SHARED, fd, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  std::vector<unsigned char> resident(data.size() / kPage);
+  ASSERT_EQ(::mincore(map, data.size(), resident.data()), 0);
+  EXPECT_GT(std::count_if(resident.begin(), resident.end(), [](unsigned char c) { return c & 1; }), 0);
+  ::munmap(map, data.size());
+  ::close(fd);
+}
+
 // A failed write (a full filesystem) surfaces on the drain side, by commit() or flush(), as the
 // filesystem's error.
 TEST_F(SpoolTest, AFullFilesystemFailsTheSpool) {
