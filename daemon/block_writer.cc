@@ -18,6 +18,22 @@ constexpr std::align_val_t kAlign{4096};
 constexpr std::size_t kZeroRun = 64 * 1024;
 }  // namespace
 
+namespace {
+
+// pwrite(2) of all `n` bytes at `at`. Throws StoreError.
+void pwrite_full(int fd, const std::byte* p, std::size_t n, std::uint64_t at) {
+  while (n > 0) {
+    const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(at));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) throw StoreError(std::string("write core file: ") + std::strerror(errno), errno);
+    p += w;
+    at += static_cast<std::uint64_t>(w);
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+}  // namespace
+
 bool all_zero(std::span<const std::byte> bytes) {
   std::size_t i = 0;
   std::uint64_t acc = 0;
@@ -76,6 +92,28 @@ void BlockWriter::throw_if_failed() const {
 void BlockWriter::submit(std::size_t n) {
   std::unique_lock lock(mu_);
   throw_if_failed();
+  if (free_.empty() && options_.overflow_fd >= 0) {  // the disk is behind: the page cache takes it
+    const std::uint64_t at = queued_end_;
+    queued_end_ += n;
+    lock.unlock();
+    try {
+      pwrite_full(options_.overflow_fd, current_, n, at);
+    } catch (const StoreError& e) {
+      lock.lock();
+      if (error_.empty()) {
+        error_ = e.what();
+        error_number_ = e.error_number;
+      }
+      cv_.notify_all();
+      throw;
+    }
+    lock.lock();
+    queue_.push_back(Job{nullptr, n, true});
+    ++overflowed_;
+    cv_.notify_all();
+    return;  // current_ is free again
+  }
+  queued_end_ += n;
   queue_.push_back(Job{current_, n});
   cv_.notify_all();
   cv_.wait(lock, [&] { return !free_.empty() || !error_.empty(); });
@@ -87,8 +125,14 @@ void BlockWriter::submit(std::size_t n) {
 void BlockWriter::skip(std::uint64_t n) {
   std::lock_guard lock(mu_);
   throw_if_failed();
+  queued_end_ += n;
   queue_.push_back(Job{nullptr, n});
   cv_.notify_all();
+}
+
+std::uint64_t BlockWriter::overflowed() const {
+  std::lock_guard lock(mu_);
+  return overflowed_;
 }
 
 std::uint64_t BlockWriter::finish() {
@@ -128,7 +172,7 @@ void BlockWriter::run() {
       if (options_.on_written) options_.on_written(offset_);
     }
     lock.lock();
-    if (!skip && error.empty() && job.data) written_ += job.n;
+    if (!skip && error.empty() && (job.data || job.written)) written_ += job.n;
     if (!error.empty() && error_.empty()) {
       error_ = error;
       error_number_ = err;
@@ -170,22 +214,14 @@ void BlockWriter::write_all(const std::byte* p, std::size_t n, std::uint64_t at)
     stop_direct();
     direct = false;
   }
-  while (n > 0) {
-    const ssize_t w = ::pwrite(fd_, p, n, static_cast<off_t>(at));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      // A filesystem may accept O_DIRECT at open and still refuse a write (it needs a larger
-      // alignment than ours): carry on through the page cache.
-      if (errno == EINVAL && direct) {
-        stop_direct();
-        direct = false;
-        continue;
-      }
-      throw StoreError(std::string("write core file: ") + std::strerror(errno), errno);
-    }
-    p += w;
-    at += static_cast<std::uint64_t>(w);
-    n -= static_cast<std::size_t>(w);
+  try {
+    pwrite_full(fd_, p, n, at);
+  } catch (const StoreError& e) {
+    // A filesystem may accept O_DIRECT at open and still refuse a write (it needs a larger
+    // alignment than ours): carry on through the page cache.
+    if (e.error_number != EINVAL || !direct) throw;
+    stop_direct();
+    pwrite_full(fd_, p, n, at);
   }
 }
 

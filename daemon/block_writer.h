@@ -32,6 +32,10 @@ class BlockWriter {
     /// Called on the writer thread after each queued block or hole is on the file, with the file
     /// offset (bytes) everything before which is written. Must not call back into the writer.
     std::function<void(std::uint64_t)> on_written;
+    /// When every block is queued (the disk is behind), submit() writes the block itself through
+    /// this descriptor (opened without O_DIRECT: into the page cache, which does not wait for the
+    /// disk) instead of waiting; the writer thread then only counts it, in order. -1: wait.
+    int overflow_fd = -1;
   };
 
   /// Throws std::bad_alloc, std::system_error (thread creation).
@@ -48,7 +52,8 @@ class BlockWriter {
 
   /// Queues the first `n` bytes of block() (a whole block, or the last one: then, if the fd has
   /// O_DIRECT, the writer clears it for this unaligned tail) and hands out a free block, waiting
-  /// while `depth` blocks are queued. Throws StoreError (core_writer.h) if an earlier write failed.
+  /// while `depth` blocks are queued (or, with Options::overflow_fd, writing this one at once).
+  /// Throws StoreError (core_writer.h) if this or an earlier write failed.
   void submit(std::size_t n);
   /// Queues a hole: the next block lands `n` bytes (a multiple of block_bytes()) further on, and
   /// nothing is written for them. Throws StoreError if an earlier write failed.
@@ -59,11 +64,14 @@ class BlockWriter {
   /// The fd still has O_DIRECT (false once a write refused it, EINVAL, and the writer went on
   /// through the page cache, or after the unaligned tail).
   bool direct_io() const;
+  /// Blocks submit() wrote through Options::overflow_fd.
+  std::uint64_t overflowed() const;
 
  private:
   struct Job {
-    std::byte* data;  ///< nullptr: a hole of n bytes
+    std::byte* data;  ///< nullptr: a hole of n bytes, or bytes submit() wrote itself
     std::uint64_t n;
+    bool written = false;  ///< submit() wrote them (overflow)
   };
   void run();
   void write_block(const std::byte* p, std::size_t n);                  // writer thread
@@ -86,6 +94,8 @@ class BlockWriter {
   std::string error_;                // guarded by mu_: first failure
   int error_number_ = 0;             // guarded by mu_
   std::uint64_t written_ = 0;        // guarded by mu_
+  std::uint64_t queued_end_ = 0;     // guarded by mu_: offset after everything queued
+  std::uint64_t overflowed_ = 0;     // guarded by mu_
   bool direct_;                      // guarded by mu_
   std::thread thread_;
 };

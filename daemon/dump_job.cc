@@ -579,8 +579,12 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
       d.spool_error = e.what();
     }
   }
-  if (d.spool) d.spool->close_input();
-  else boost::asio::post(ctx.compressors, [dp] { compress(dp); });
+  if (d.spool) {
+    r.extra["spool_page_cache_blocks"] = d.spool->overflowed_blocks();
+    d.spool->close_input();
+  } else {
+    boost::asio::post(ctx.compressors, [dp] { compress(dp); });
+  }
 }
 
 }  // namespace coredumpd

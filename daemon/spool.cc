@@ -53,6 +53,10 @@ Spool::Spool(int store_dirfd, bool direct_io) {
   read_buf_.reset(static_cast<std::byte*>(::operator new[](kBlockBytes + kPage, kAlign)));
   BlockWriter::Options options;
   options.skip_zero_runs = true;
+  // When the disk falls behind the kernel's emit, blocks go through the page cache instead of
+  // making the drain (and the task) wait: the two together take more than either.
+  if (direct_io) overflow_fd_.reset(::open(self.c_str(), O_WRONLY | O_CLOEXEC));
+  options.overflow_fd = overflow_fd_.get();
   options.on_written = [this](std::uint64_t end) { publish(end); };
   writer_ = std::make_unique<BlockWriter>(fd_.get(), kBlockBytes, kQueuedBlocks, std::move(options));
 }
@@ -186,6 +190,8 @@ bool Spool::closed() const {
   std::lock_guard lock(mu_);
   return closed_;
 }
+
+std::uint64_t Spool::overflowed_blocks() const { return writer_->overflowed(); }
 
 std::uint64_t Spool::size() const {
   std::lock_guard lock(mu_);

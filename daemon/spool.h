@@ -6,8 +6,9 @@
 // page cache is not filled (but for the unaligned last block): on this VM a fresh page-cache page
 // costs a host fault (free memory goes back to the host at once), so a spool in the page cache
 // drained at about half the kernel's rate, while O_DIRECT from a few reused blocks kept up with it
-// (bench/README.md, "Measured design choices"). Where the disk is slower than the kernel's emit,
-// the drain waits for it; config spool_direct_io = false then lets the page cache absorb the core. The compressor reads behind the writer, also with O_DIRECT, through a descriptor of
+// (bench/README.md, "Measured design choices"). Where the disk falls behind the kernel's emit (all
+// kQueuedBlocks queued), the drain writes the next block through the page cache itself rather than
+// wait (BlockWriter::Options::overflow_fd); config spool_direct_io = false puts it all there. The compressor reads behind the writer, also with O_DIRECT, through a descriptor of
 // its own, and punches out what it has compressed, so the disk holds only the lag between the two.
 // A core not worth compressing skips that: the spool itself is made durable and linked into the
 // store (persist()); its bytes are already on the disk when the stream ends.
@@ -87,6 +88,9 @@ class Spool {
   /// Returns the file's size in bytes. Throws StoreError; nothing is left under `name` then.
   std::uint64_t persist(int store_dirfd, const std::string& name);
 
+  /// Blocks the drain wrote through the page cache because the disk was behind (all queued).
+  std::uint64_t overflowed_blocks() const;
+
   /// Bytes written to the file so far (holes included); after flush(), all that was appended.
   std::uint64_t size() const;
 
@@ -99,6 +103,7 @@ class Spool {
 
   UniqueFd fd_;        // the writer's (O_DIRECT until an unaligned tail)
   UniqueFd read_fd_;   // the reader's, O_DIRECT where the filesystem takes it
+  UniqueFd overflow_fd_;  // the drain's, through the page cache, when the writer is behind
   std::unique_ptr<std::byte, AlignedFree> read_buf_;  // kBlockBytes + one page, 4096-aligned
   mutable std::mutex mu_;
   std::condition_variable cv_;

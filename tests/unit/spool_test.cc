@@ -16,12 +16,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "daemon/block_writer.h"
 #include "daemon/core_writer.h"  // StoreError
 #include "daemon/spool.h"
 
@@ -182,17 +185,22 @@ TEST_F(SpoolTest, SocketReadIntoBlocksKeepsTheStreamInOrder) {
 }
 
 // On a filesystem with O_DIRECT (ext4 here) the spool's data bypass the page cache, written and
-// read: a fresh page-cache page costs a host fault on this VM (spool.h). 8 MiB written and read
-// back leave none of the file's pages resident.
+// read, as long as the disk keeps up (here: each block is written before the next comes): a fresh
+// page-cache page costs a host fault on this VM (spool.h). 8 MiB written and read back leave none
+// of the file's pages resident.
 TEST_F(SpoolTest, DataDoNotEnterThePageCache) {
   struct statfs fs {};
   ASSERT_EQ(::statfs(dir_.c_str(), &fs), 0);
   if (fs.f_type == TMPFS_MAGIC) GTEST_SKIP() << dir_ << " is tmpfs: its pages are the page cache";
   const auto data = random_bytes(8 * Spool::kBlockBytes, 9);
   Spool spool(dirfd_);
-  spool.append(data);
+  for (std::size_t pos = 0; pos < data.size(); pos += Spool::kBlockBytes) {
+    spool.append(std::span(data.data() + pos, Spool::kBlockBytes));
+    spool.wait_beyond(pos);  // the block is on the disk
+  }
   spool.flush();
   spool.close_input();
+  EXPECT_EQ(spool.overflowed_blocks(), 0u);
   EXPECT_EQ(read_all(spool), data);
   spool.persist(dirfd_, "d.core");
 
@@ -225,6 +233,50 @@ TEST_F(SpoolTest, WithoutDirectIoTheDataGoThroughThePageCache) {
   EXPECT_GT(std::count_if(resident.begin(), resident.end(), [](unsigned char c) { return c & 1; }), 0);
   ::munmap(map, data.size());
   ::close(fd);
+}
+
+// The disk falls behind (here: the writer thread is held in its progress callback): with an
+// overflow descriptor, submit() writes the blocks itself instead of waiting, the writer thread
+// still reports progress in file order, and the file holds every block in place.
+TEST_F(SpoolTest, BlockWriterOverflowsToThePageCacheWhenTheDiskIsBehind) {
+  const int fd = ::openat(dirfd_, "bw", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  const int overflow = ::openat(dirfd_, "bw", O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_GE(overflow, 0);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false;
+  std::vector<std::uint64_t> progress;
+  BlockWriter::Options options;
+  options.overflow_fd = overflow;
+  options.on_written = [&](std::uint64_t end) {
+    std::unique_lock lock(mu);
+    progress.push_back(end);
+    cv.wait(lock, [&] { return go; });  // the "disk" is stuck until the test lets it go
+  };
+  const auto data = random_bytes(8 * kPage, 12);
+  {
+    BlockWriter writer(fd, kPage, /*depth=*/1, options);
+    for (std::size_t i = 0; i < 8; ++i) {  // would block on the second block without overflow
+      std::memcpy(writer.block(), data.data() + i * kPage, kPage);
+      writer.submit(kPage);
+    }
+    EXPECT_GE(writer.overflowed(), 5u) << "the stuck writer holds at most 3 blocks";
+    {
+      std::lock_guard lock(mu);
+      go = true;
+    }
+    cv.notify_all();
+    EXPECT_EQ(writer.finish(), data.size());
+  }
+  ASSERT_FALSE(progress.empty());
+  EXPECT_TRUE(std::is_sorted(progress.begin(), progress.end()));
+  EXPECT_EQ(progress.back(), data.size());
+  std::vector<std::byte> back(data.size());
+  EXPECT_EQ(::pread(fd, back.data(), back.size(), 0), static_cast<ssize_t>(back.size()));
+  EXPECT_EQ(back, data);
+  ::close(fd);
+  ::close(overflow);
 }
 
 // A failed write (a full filesystem) surfaces on the drain side, by commit() or flush(), as the
