@@ -62,10 +62,9 @@ struct Config {
   /// the host's coredumpd). Such dumps are recorded with extra.forwarded_from_host. Off by default:
   /// every other non-crashing peer stays refused either way.
   bool accept_forwarded = false;
-  /// The spool is written and read with O_DIRECT (spool.h): the default, since on a VM whose free
-  /// memory goes back to its host a page-cache spool drained at half the kernel's rate. false:
-  /// through the page cache, which absorbs a core faster than a slow disk (a network volume of
-  /// ~100 MB/s) takes it, up to the kernel's dirty limits.
+  /// The spool is written and read with O_DIRECT (spool.h), blocks the disk cannot take yet going
+  /// through the page cache: the default, since on a VM whose free memory goes back to its host a
+  /// page-cache spool drained at half the kernel's rate. false: all through the page cache.
   bool spool_direct_io = true;
   /// A collector that loops (e.g. over thousands of fds) stops after this long.
   std::chrono::milliseconds collector_budget{500};
