@@ -64,6 +64,22 @@ std::vector<std::byte> read_all(Spool& s) {
   return out;
 }
 
+// Pages of the file `name` in `dirfd` that are in the page cache (mincore), or -1 on an error.
+long resident_pages(int dirfd, const char* name) {
+  const int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) < 0 || st.st_size == 0) return -1;
+  const auto len = static_cast<std::size_t>(st.st_size);
+  void* map = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return -1;
+  std::vector<unsigned char> pages((len + kPage - 1) / kPage);
+  const int rc = ::mincore(map, len, pages.data());
+  ::munmap(map, len);
+  if (rc < 0) return -1;
+  return std::count_if(pages.begin(), pages.end(), [](unsigned char c) { return c & 1; });
+}
+
 }  // namespace
 
 // 64 KiB data, 1 MiB of zeros, 1 data page, one zero page, 3 data pages, 100 bytes of zeros at an
@@ -203,16 +219,7 @@ TEST_F(SpoolTest, DataDoNotEnterThePageCache) {
   EXPECT_EQ(spool.overflowed_blocks(), 0u);
   EXPECT_EQ(read_all(spool), data);
   spool.persist(dirfd_, "d.core");
-
-  const int fd = ::openat(dirfd_, "d.core", O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  void* map = ::mmap(nullptr, data.size(), PROT_READ, MAP_SHARED, fd, 0);
-  ASSERT_NE(map, MAP_FAILED);
-  std::vector<unsigned char> resident(data.size() / kPage);
-  ASSERT_EQ(::mincore(map, data.size(), resident.data()), 0);
-  EXPECT_EQ(std::count_if(resident.begin(), resident.end(), [](unsigned char c) { return c & 1; }), 0);
-  ::munmap(map, data.size());
-  ::close(fd);
+  EXPECT_EQ(resident_pages(dirfd_, "d.core"), 0);
 }
 
 // spool_direct_io = false: the same bytes, through the page cache (what is written stays resident).
@@ -224,15 +231,7 @@ TEST_F(SpoolTest, WithoutDirectIoTheDataGoThroughThePageCache) {
   spool.close_input();
   EXPECT_EQ(read_all(spool), data);
   spool.persist(dirfd_, "p.core");
-  const int fd = ::openat(dirfd_, "p.core", O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0);
-  void* map = ::mmap(nullptr, data.size(), PROT_READ, MAP_SHARED, fd, 0);
-  ASSERT_NE(map, MAP_FAILED);
-  std::vector<unsigned char> resident(data.size() / kPage);
-  ASSERT_EQ(::mincore(map, data.size(), resident.data()), 0);
-  EXPECT_GT(std::count_if(resident.begin(), resident.end(), [](unsigned char c) { return c & 1; }), 0);
-  ::munmap(map, data.size());
-  ::close(fd);
+  EXPECT_GT(resident_pages(dirfd_, "p.core"), 0);
 }
 
 // The disk falls behind (here: the writer thread is held in its progress callback): with an
