@@ -16,9 +16,6 @@ constexpr std::align_val_t kAlign{4096};
 // The granule of Options::skip_zero_runs: 16 pages, so a hole costs no more syscalls than the data
 // around it would (a heap of alternating zero and data pages is written whole).
 constexpr std::size_t kZeroRun = 64 * 1024;
-}  // namespace
-
-namespace {
 
 // pwrite(2) of all `n` bytes at `at`. Throws StoreError.
 void pwrite_full(int fd, const std::byte* p, std::size_t n, std::uint64_t at) {
@@ -89,6 +86,14 @@ void BlockWriter::throw_if_failed() const {
   if (!error_.empty()) throw StoreError(error_, error_number_);
 }
 
+void BlockWriter::record_failure(const std::string& error, int error_number) {
+  if (error_.empty()) {
+    error_ = error;
+    error_number_ = error_number;
+  }
+  cv_.notify_all();
+}
+
 void BlockWriter::submit(std::size_t n) {
   std::unique_lock lock(mu_);
   throw_if_failed();
@@ -100,11 +105,7 @@ void BlockWriter::submit(std::size_t n) {
       pwrite_full(options_.overflow_fd, current_, n, at);
     } catch (const StoreError& e) {
       lock.lock();
-      if (error_.empty()) {
-        error_ = e.what();
-        error_number_ = e.error_number;
-      }
-      cv_.notify_all();
+      record_failure(e.what(), e.error_number);
       throw;
     }
     lock.lock();
@@ -173,10 +174,7 @@ void BlockWriter::run() {
     }
     lock.lock();
     if (!skip && error.empty() && (job.data || job.written)) written_ += job.n;
-    if (!error.empty() && error_.empty()) {
-      error_ = error;
-      error_number_ = err;
-    }
+    if (!error.empty()) record_failure(error, err);
     writing_ = false;
     if (job.data) free_.push_back(job.data);
     cv_.notify_all();

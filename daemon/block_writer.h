@@ -77,6 +77,7 @@ class BlockWriter {
   void write_block(const std::byte* p, std::size_t n);                  // writer thread
   void write_all(const std::byte* p, std::size_t n, std::uint64_t at);  // writer thread
   void throw_if_failed() const;                        // under mu_
+  void record_failure(const std::string& error, int error_number);  // under mu_: keeps the first
 
   const int fd_;
   const std::size_t block_bytes_;
