@@ -67,7 +67,8 @@ class Spool {
 
   // ---- compressor side ----
   /// Blocks until more than `pos` bytes are written or the input is closed. Returns the
-  /// current end (== pos only when the input is closed and everything was read).
+  /// current end (== pos only when the input is closed and everything was read). The writer wakes
+  /// the reader only then, not at every block before.
   std::uint64_t wait_beyond(std::uint64_t pos);
   /// close_input() was called.
   bool closed() const;
@@ -109,6 +110,7 @@ class Spool {
   std::condition_variable cv_;
   std::uint64_t end_ = 0;        // guarded by mu_: written to the file
   bool closed_ = false;          // guarded by mu_
+  std::uint64_t wanted_ = UINT64_MAX;  // guarded by mu_: the waiting reader's pos, wait_beyond()
   std::size_t fill_ = 0;         // drain thread only: bytes in the current block
   std::uint64_t released_ = 0;   // compressor thread only
   std::unique_ptr<BlockWriter> writer_;  // declared last: its thread stops first
