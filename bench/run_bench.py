@@ -332,19 +332,21 @@ def is_listening(path):
 
 
 class Coredumpd(Server):
-    """coredumpd with a fresh store; 'stored' = its index row reaches state 'complete'."""
+    """coredumpd with a fresh store; 'stored' = its index row reaches state 'complete'. A variant
+    (--variant NAME=CONFIG) is coredumpd under another name, started with --config CONFIG."""
 
-    name = "coredumpd"
-
-    def __init__(self, workdir, binary):
+    def __init__(self, workdir, binary, name="coredumpd", config=None):
+        self.name = name
         super().__init__(workdir)
         self.binary = binary
+        self.config = config
         self.store = os.path.join(self.dir, "store")
         os.makedirs(self.store)
         self.db = None
 
     def command(self):
-        return [self.binary, "--socket", self.socket, "--store", self.store, "--log-level", "info"]
+        cmd = [self.binary, "--socket", self.socket, "--store", self.store, "--log-level", "info"]
+        return cmd + ["--config", self.config] if self.config else cmd
 
     def _connect(self):
         """Read-only connection to the index (opened once the daemon has created it)."""
@@ -583,6 +585,8 @@ def make_servers(names, workdir, args):
     for name in names:
         if name == "coredumpd":
             servers.append(Coredumpd(workdir, args.coredumpd))
+        elif name in args.variants:
+            servers.append(Coredumpd(workdir, args.coredumpd, name, args.variants[name]))
         else:
             servers.append(RawServer(workdir, args.raw_server, write_file=(name == "raw-write")))
     return servers
@@ -753,20 +757,66 @@ def ratio(a, b):
     return a / b if a is not None and b else None
 
 
-def metric_table(title, key, results, servers, digits=1):
+def daemons(servers):
+    """The servers that are coredumpd: "coredumpd" and the --variant names."""
+    return [x for x in servers if x not in ("raw-drain", "raw-write")]
+
+
+def paired_ratio(measurements, server, key):
+    """Median over repetitions of (server's median `key` in the rep) / (raw-drain's in the same
+    rep): the two ran back to back, so slow drift of the machine cancels out. None without pairs."""
+    ratios = []
+    for rep in sorted({m["rep"] for m in measurements}):
+        a, b = (median_or_none(per_crash([m for m in measurements if m["rep"] == rep], x, key))
+                for x in (server, "raw-drain"))
+        if a is not None and b:
+            ratios.append(a / b)
+    return median_or_none(ratios)
+
+
+def metric_table(title, key, results, servers, digits=1, paired=False):
     """Markdown table of one metric: a row per scenario, a column per server, and the ratio
-    coredumpd / raw-drain."""
+    coredumpd / raw-drain (of the medians; with `paired`, also the median of the per-repetition
+    ratios, see paired_ratio) for coredumpd and each variant."""
     cols = list(servers)
-    show_ratio = "coredumpd" in cols and "raw-drain" in cols
-    head = ["scenario"] + cols + (["coredumpd / raw-drain"] if show_ratio else []) + ["n"]
+    ratios = daemons(cols) if "raw-drain" in cols else []
+    head = ["scenario"] + cols + [f"{x} / raw-drain" for x in ratios]
+    head += [f"{x} / raw-drain, paired" for x in ratios] if paired else []
+    head.append("n")
     lines = [f"### {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         s = r["summary"]
         cells = [r["name"]] + [fmt(s[c][key], digits) for c in cols]
-        if show_ratio:
-            cells.append(fmt(ratio(s["coredumpd"][key], s["raw-drain"][key]), 2))
+        cells += [fmt(ratio(s[x][key], s["raw-drain"][key]), 2) for x in ratios]
+        if paired:
+            cells += [fmt(paired_ratio(r["measurements"], x, key), 2) for x in ratios]
         cells.append("/".join(str(s[c]["runs"]) for c in cols))
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def percentile(values, q):
+    """The q-th percentile (0..100, linear between the order statistics) of the values that are not
+    None; None if there are none."""
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    at = (len(values) - 1) * q / 100
+    lo = int(at)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (at - lo)
+
+
+def handshake_table(results, servers):
+    """Handshake accept → ack sent per server: median, p99 and max over every crash of the scenario
+    (all repetitions pooled; with few crashes p99 is close to the max)."""
+    lines = ["### Handshake accept → ack sent (ms, every crash pooled)", "",
+             "| scenario | server | median | p99 | max | crashes |", "|---|---|---|---|---|---|"]
+    for r in results:
+        for x in servers:
+            v = [h for h in per_crash(r["measurements"], x, "handshake_ms") if h is not None]
+            lines.append(f"| {r['name']} | {x} | {fmt(median_or_none(v), 2)} | {fmt(percentile(v, 99), 2)} "
+                         f"| {fmt(max(v, default=None), 2)} | {len(v)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -788,26 +838,28 @@ def size_table(results, servers):
     return "\n".join(lines) + "\n"
 
 
-def systemd_model_table(results):
+def systemd_model_table(results, servers):
     """Crash → stored against a lower bound for systemd-coredump 252's pipeline on the same core:
     draining it (raw-drain's crash → stored) plus compressing it with `zstd -3 -T1` afterwards (it
     compresses only once the whole core is in a file). It also copies the core into that file
-    first, which the bound leaves out."""
+    first, which the bound leaves out. One row per scenario and coredumpd (or variant)."""
     lines = ["### Crash → stored against systemd-coredump 252's pipeline (lower bound)", "",
-             "| scenario | coredumpd, ms | raw-drain, ms | zstd -3 -T1, ms | systemd-coredump ≥, ms | bound / coredumpd |",
-             "|---|---|---|---|---|---|"]
+             "| scenario | server | server, ms | raw-drain, ms | zstd -3 -T1, ms | systemd-coredump ≥, ms "
+             "| bound / server |",
+             "|---|---|---|---|---|---|---|"]
     rows = 0
     for r in results:
         s, ref = r["summary"], r.get("zstd_ref") or {}
         t1 = ref.get("zstd3_t1_seconds")
-        if r["count"] > 1 or t1 is None or "coredumpd" not in s or "raw-drain" not in s:
+        if r["count"] > 1 or t1 is None or "raw-drain" not in s:
             continue
         drain = s["raw-drain"]["stored_ms"]
         bound = drain + t1 * 1000 if drain is not None else None
-        cd = s["coredumpd"]["stored_ms"]
-        lines.append("| " + " | ".join([r["name"], fmt(cd), fmt(drain), fmt(t1 * 1000), fmt(bound),
-                                         fmt(ratio(bound, cd), 2)]) + " |")
-        rows += 1
+        for x in daemons(servers):
+            cd = s[x]["stored_ms"]
+            lines.append("| " + " | ".join([r["name"], x, fmt(cd), fmt(drain), fmt(t1 * 1000), fmt(bound),
+                                             fmt(ratio(bound, cd), 2)]) + " |")
+            rows += 1
     return "\n".join(lines) + "\n" if rows else ""
 
 
@@ -851,14 +903,14 @@ def report(env, results, servers, skipped, notes):
     """The human report: environment, tables, skipped scenarios, anomalies."""
     parts = ["## Environment", ""] + [f"- {k}: {v}" for k, v in env.items()] + [""]
     parts.append("## Results (medians; ratio = coredumpd / raw-drain; n = runs per server)\n")
-    parts.append(metric_table("Crash → task released (ms)", "release_ms", results, servers))
-    parts.append(metric_table("Crash → stored (ms)", "stored_ms", results, servers))
+    parts.append(metric_table("Crash → task released (ms)", "release_ms", results, servers, paired=True))
+    parts.append(metric_table("Crash → stored (ms)", "stored_ms", results, servers, paired=True))
     parts.append(metric_table("Server CPU time per run (s, utime+stime)", "cpu_s", results, servers, 2))
     parts.append(metric_table("Server peak RSS (MiB, VmHWM, max over the scenario)", "peak_rss_mib", results,
                               servers))
-    parts.append(metric_table("Handshake accept → ack sent (ms)", "handshake_ms", results, servers, 2))
+    parts.append(handshake_table(results, servers))
     parts.append(size_table(results, servers))
-    parts.append(systemd_model_table(results))
+    parts.append(systemd_model_table(results, servers))
     parts.append(batch_table(results, servers))
     if skipped:
         parts.append("## Skipped\n\n" + "\n".join(f"- {s}" for s in skipped) + "\n")
@@ -949,6 +1001,9 @@ def parse_args(argv):
     p.add_argument("--concurrent-mib", type=int, default=64, help="size of each concurrent crasher, MiB (default: 64)")
     p.add_argument("--servers", type=csv_names(SERVERS), default=list(SERVERS),
                    help="servers under test (default: coredumpd,raw-drain,raw-write)")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=CONFIG",
+                   help="also run coredumpd as server NAME with --config CONFIG (an A/B in the same run; "
+                        "repeatable)")
     p.add_argument("--budget-s", type=float, default=510,
                    help="skip repetitions that would end after this many seconds of run time "
                         "(default: 510; 0: no limit)")
@@ -958,6 +1013,13 @@ def parse_args(argv):
     p.add_argument("--workdir", help="where sockets and stores go (default: a new directory in /var/tmp)")
     p.add_argument("--keep", action="store_true", help="keep the stores and logs after the run")
     args = p.parse_args(argv)
+    args.variants = {}
+    for v in args.variant:
+        name, _, config = v.partition("=")
+        if not name or not config or name in SERVERS or name in args.variants or not os.path.isfile(config):
+            p.error(f"--variant {v!r}: want NAME=CONFIG, a new name and an existing file")
+        args.variants[name] = os.path.abspath(config)
+        args.servers.append(name)
     args.quick_skipped = []
     if args.quick:
         args.quick_skipped = [f"{s} MiB scenarios (--quick)" for s in args.sizes if s > 512]
