@@ -333,7 +333,8 @@ def is_listening(path):
 
 class Coredumpd(Server):
     """coredumpd with a fresh store; 'stored' = its index row reaches state 'complete'. A variant
-    (--variant NAME=CONFIG) is coredumpd under another name, started with --config CONFIG."""
+    (--variant NAME=CONFIG[:BINARY]) is coredumpd (or another build) under another name, started
+    with --config CONFIG."""
 
     def __init__(self, workdir, binary, name="coredumpd", config=None):
         self.name = name
@@ -586,7 +587,8 @@ def make_servers(names, workdir, args):
         if name == "coredumpd":
             servers.append(Coredumpd(workdir, args.coredumpd))
         elif name in args.variants:
-            servers.append(Coredumpd(workdir, args.coredumpd, name, args.variants[name]))
+            config, binary = args.variants[name]
+            servers.append(Coredumpd(workdir, binary, name, config))
         else:
             servers.append(RawServer(workdir, args.raw_server, write_file=(name == "raw-write")))
     return servers
@@ -1001,9 +1003,9 @@ def parse_args(argv):
     p.add_argument("--concurrent-mib", type=int, default=64, help="size of each concurrent crasher, MiB (default: 64)")
     p.add_argument("--servers", type=csv_names(SERVERS), default=list(SERVERS),
                    help="servers under test (default: coredumpd,raw-drain,raw-write)")
-    p.add_argument("--variant", action="append", default=[], metavar="NAME=CONFIG",
-                   help="also run coredumpd as server NAME with --config CONFIG (an A/B in the same run; "
-                        "repeatable)")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=CONFIG[:BINARY]",
+                   help="also run coredumpd (or BINARY, another build of it) as server NAME with --config CONFIG: "
+                        "an A/B in the same interleaved run (repeatable)")
     p.add_argument("--budget-s", type=float, default=510,
                    help="skip repetitions that would end after this many seconds of run time "
                         "(default: 510; 0: no limit)")
@@ -1015,10 +1017,13 @@ def parse_args(argv):
     args = p.parse_args(argv)
     args.variants = {}
     for v in args.variant:
-        name, _, config = v.partition("=")
-        if not name or not config or name in SERVERS or name in args.variants or not os.path.isfile(config):
-            p.error(f"--variant {v!r}: want NAME=CONFIG, a new name and an existing file")
-        args.variants[name] = os.path.abspath(config)
+        name, _, rest = v.partition("=")
+        config, _, binary = rest.partition(":")
+        binary = binary or args.coredumpd
+        if (not name or name in SERVERS or name in args.variants or not os.path.isfile(config)
+                or not os.access(binary, os.X_OK)):
+            p.error(f"--variant {v!r}: want NAME=CONFIG[:BINARY], a new name, an existing file and an executable")
+        args.variants[name] = (os.path.abspath(config), os.path.abspath(binary))
         args.servers.append(name)
     args.quick_skipped = []
     if args.quick:
