@@ -14,10 +14,32 @@
 #include <thread>
 #include <vector>
 
+#include <sys/uio.h>
+
 namespace coredumpd {
 
 /// True if every byte of `bytes` is zero (word-wise: ~10 GB/s).
 bool all_zero(std::span<const std::byte> bytes);
+
+/// Anonymous memory of at least `bytes` (rounded up to 2 MiB), 2 MiB-aligned, advised
+/// MADV_HUGEPAGE: transparent huge pages where the kernel has them (THP "always" or "madvise"),
+/// so each 1 MiB block in it is physically contiguous. Zero-filled. Throws std::bad_alloc.
+class HugeRegion {
+ public:
+  HugeRegion() = default;
+  explicit HugeRegion(std::size_t bytes);
+  ~HugeRegion();
+  HugeRegion(HugeRegion&& other) noexcept;
+  HugeRegion& operator=(HugeRegion&& other) noexcept;
+  /// Unmaps it (empty afterwards).
+  void reset() noexcept;
+  std::byte* data() const { return data_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
 
 /// Appends blocks to `fd` (opened by the caller, possibly O_DIRECT) from a writer thread, at most
 /// `depth` blocks queued, at file offsets counted from 0 (pwrite: the fd's offset is not used).
@@ -73,9 +95,13 @@ class BlockWriter {
     std::uint64_t n;
     bool written = false;  ///< submit() wrote them (overflow)
   };
+  /// Most whole blocks the writer thread gathers into one write.
+  static constexpr std::size_t kMaxBatch = 4;
   void run();
-  void write_block(const std::byte* p, std::size_t n);                  // writer thread
-  void write_all(const std::byte* p, std::size_t n, std::uint64_t at);  // writer thread
+  bool full_block(const Job& job) const;
+  void write_overflow(const std::byte* p, std::size_t n, std::uint64_t at) const;  // drain thread
+  void write_blocks(const std::vector<Job>& batch);                // writer thread
+  void write_all(std::vector<iovec>& iov, std::uint64_t at);       // writer thread; consumes iov
   void throw_if_failed() const;                        // under mu_
   void record_failure(const std::string& error, int error_number);  // under mu_: keeps the first
 
@@ -84,7 +110,8 @@ class BlockWriter {
   const std::size_t depth_;
   const Options options_;
   std::uint64_t offset_ = 0;         // writer thread only: where the next job lands
-  std::vector<std::byte*> blocks_;  // all of them, freed in the destructor
+  HugeRegion arena_;                // the blocks' memory
+  std::vector<std::byte*> blocks_;  // all of them, in arena_
   std::byte* current_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

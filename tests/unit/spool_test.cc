@@ -15,12 +15,17 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <condition_variable>
 #include <cstring>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <random>
+#include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -276,6 +281,131 @@ TEST_F(SpoolTest, BlockWriterOverflowsToThePageCacheWhenTheDiskIsBehind) {
   EXPECT_EQ(back, data);
   ::close(fd);
   ::close(overflow);
+}
+
+// A block the drain writes itself because the disk is behind keeps its zero runs as holes too.
+TEST_F(SpoolTest, BlockWriterOverflowLeavesZeroRunsAsHoles) {
+  constexpr std::size_t kBlock = 128 * 1024;
+  const int fd = ::openat(dirfd_, "ovh", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  const int overflow = ::openat(dirfd_, "ovh", O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_GE(overflow, 0);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false, held = false;
+  BlockWriter::Options options;
+  options.skip_zero_runs = true;
+  options.overflow_fd = overflow;
+  options.on_written = [&](std::uint64_t) {
+    std::unique_lock lock(mu);
+    held = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return go; });
+  };
+  auto data = random_bytes(4 * kBlock, 14);
+  std::fill_n(data.begin() + 2 * kBlock, kBlock, std::byte{0});  // block 2: all zeros
+  {
+    BlockWriter writer(fd, kBlock, /*depth=*/1, options);
+    for (std::size_t i = 0; i < 4; ++i) {
+      std::memcpy(writer.block(), data.data() + i * kBlock, kBlock);
+      writer.submit(kBlock);
+      if (i == 0) {
+        std::unique_lock lock(mu);
+        ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return held; }));
+      }
+    }
+    EXPECT_EQ(writer.overflowed(), 2u) << "blocks 2 and 3: block 1 waits in the queue, the writer holds block 0";
+    {
+      std::lock_guard lock(mu);
+      go = true;
+    }
+    cv.notify_all();
+    EXPECT_EQ(writer.finish(), data.size());
+  }
+  std::vector<std::byte> back(data.size());
+  EXPECT_EQ(::pread(fd, back.data(), back.size(), 0), static_cast<ssize_t>(back.size()));
+  EXPECT_EQ(back, data);
+  EXPECT_EQ(::lseek(fd, 0, SEEK_HOLE), static_cast<off_t>(2 * kBlock)) << "the overflowed zero block is a hole";
+  EXPECT_EQ(::lseek(fd, 2 * kBlock, SEEK_DATA), static_cast<off_t>(3 * kBlock));
+  ::close(fd);
+  ::close(overflow);
+}
+
+// The blocks' memory: 2 MiB-aligned, whole huge pages, zero-filled, movable, and advised for
+// transparent huge pages (shown by the VmFlags "hg" of its mapping in /proc/self/smaps).
+TEST(HugeRegion, IsAlignedZeroedAndAdvisedForHugePages) {
+  HugeRegion region(5 << 20);
+  ASSERT_NE(region.data(), nullptr);
+  EXPECT_EQ(region.size(), 6u << 20) << "rounded up to whole 2 MiB pages";
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(region.data()) % (2 << 20), 0u);
+  EXPECT_TRUE(all_zero(std::span(region.data(), region.size())));
+  std::memset(region.data(), 0xab, region.size());  // all of it is ours to write
+  std::ifstream smaps("/proc/self/smaps");
+  char start[32];
+  std::snprintf(start, sizeof start, "%lx-", static_cast<unsigned long>(reinterpret_cast<std::uintptr_t>(region.data())));
+  bool in_region = false, advised = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (line.rfind(start, 0) == 0) in_region = true;
+    else if (in_region && line.rfind("VmFlags:", 0) == 0) {
+      advised = line.find(" hg") != std::string::npos;
+      break;
+    }
+  }
+  EXPECT_TRUE(in_region) << "a mapping of its own starts at the region";
+  EXPECT_TRUE(advised) << "MADV_HUGEPAGE";
+  HugeRegion moved = std::move(region);
+  EXPECT_EQ(region.data(), nullptr);
+  EXPECT_EQ(moved.size(), 6u << 20);
+  moved.reset();
+  EXPECT_EQ(moved.data(), nullptr);
+  EXPECT_EQ(HugeRegion(0).data(), nullptr);
+}
+
+// Whole blocks queued one after the other leave in one write (the writer thread is held after the
+// first, so the next four queue up): progress is reported once for the four, the zero run among
+// them is still a hole, and the file holds every byte in place.
+TEST_F(SpoolTest, BlockWriterGathersQueuedBlocksIntoOneWriteAndKeepsTheirHoles) {
+  constexpr std::size_t kBlock = 128 * 1024;  // two zero-run granules
+  const int fd = ::openat(dirfd_, "batch", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  ASSERT_GE(fd, 0);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool go = false;
+  std::vector<std::uint64_t> progress;
+  BlockWriter::Options options;
+  options.skip_zero_runs = true;
+  options.on_written = [&](std::uint64_t end) {
+    std::unique_lock lock(mu);
+    progress.push_back(end);
+    cv.notify_all();
+    cv.wait(lock, [&] { return go; });
+  };
+  auto data = random_bytes(5 * kBlock, 13);
+  std::fill_n(data.begin() + 2 * kBlock + kBlock / 2, kBlock / 2, std::byte{0});  // block 2's second half
+  {
+    BlockWriter writer(fd, kBlock, /*depth=*/4, options);
+    for (std::size_t i = 0; i < 5; ++i) {  // the first is written, the other four wait in the queue
+      std::memcpy(writer.block(), data.data() + i * kBlock, kBlock);
+      writer.submit(kBlock);
+      if (i == 0) {  // until the writer is held after the first
+        std::unique_lock lock(mu);
+        ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return !progress.empty(); }));
+      }
+    }
+    {
+      std::lock_guard lock(mu);
+      go = true;
+    }
+    cv.notify_all();
+    EXPECT_EQ(writer.finish(), data.size());
+  }
+  EXPECT_EQ(progress, (std::vector<std::uint64_t>{kBlock, 5 * kBlock})) << "one write for the four queued blocks";
+  std::vector<std::byte> back(data.size());
+  EXPECT_EQ(::pread(fd, back.data(), back.size(), 0), static_cast<ssize_t>(back.size()));
+  EXPECT_EQ(back, data);
+  EXPECT_EQ(::lseek(fd, 0, SEEK_HOLE), static_cast<off_t>(2 * kBlock + kBlock / 2)) << "the zero run is a hole";
+  EXPECT_EQ(::lseek(fd, 2 * kBlock + kBlock / 2, SEEK_DATA), static_cast<off_t>(3 * kBlock));
+  ::close(fd);
 }
 
 // A failed write (a full filesystem) surfaces on the drain side, by commit() or flush(), as the
