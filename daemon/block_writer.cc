@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>  // IOV_MAX
 #include <cstdint>
 #include <cstring>
 #include <new>
@@ -121,10 +122,10 @@ bool all_zero(std::span<const std::byte> bytes) {
 
 BlockWriter::BlockWriter(int fd, std::size_t block_bytes, std::size_t depth, Options options)
     : fd_(fd), block_bytes_(block_bytes), depth_(depth), options_(std::move(options)) {
-  // depth queued + one being written + the one being filled, in one region of transparent huge
-  // pages: a block is then physically contiguous, one segment of the disk request instead of
-  // 256, so an O_DIRECT write is fewer requests (and pins fewer pages).
-  const auto free_blocks = [this] { arena_.reset(); };
+  // depth + 1 queued or being written (the writer thread takes up to kMaxBatch at once) + the one
+  // being filled, in one region of transparent huge pages: a block is then physically contiguous,
+  // one segment of the disk request instead of 256, so an O_DIRECT write is fewer requests (and
+  // pins fewer pages). The region is unmapped by arena_'s destructor, also if this throws.
   arena_ = HugeRegion((depth_ + 2) * block_bytes_);
   blocks_.reserve(depth_ + 2);
   free_.reserve(depth_ + 2);
@@ -136,12 +137,7 @@ BlockWriter::BlockWriter(int fd, std::size_t block_bytes, std::size_t depth, Opt
   free_.pop_back();
   const int flags = ::fcntl(fd_, F_GETFL);
   direct_ = flags >= 0 && (flags & O_DIRECT);
-  try {
-    thread_ = std::thread([this] { run(); });
-  } catch (...) {
-    free_blocks();
-    throw;
-  }
+  thread_ = std::thread([this] { run(); });
 }
 
 BlockWriter::~BlockWriter() {

@@ -51,8 +51,9 @@ class BlockWriter {
     /// Leave each 64 KiB of a block that is all zeros as a hole (not written): the spool, where
     /// untouched memory arrives as literal zeros.
     bool skip_zero_runs = false;
-    /// Called on the writer thread after each queued block or hole is on the file, with the file
-    /// offset (bytes) everything before which is written. Must not call back into the writer.
+    /// Called on the writer thread after each write (up to kMaxBatch whole blocks), hole or
+    /// overflowed block is on the file, with the file offset (bytes) everything before which is
+    /// written. Must not call back into the writer.
     std::function<void(std::uint64_t)> on_written;
     /// When every block is queued (the disk is behind), submit() writes the block itself through
     /// this descriptor (opened without O_DIRECT: into the page cache, which does not wait for the
@@ -99,7 +100,7 @@ class BlockWriter {
   static constexpr std::size_t kMaxBatch = 4;
   void run();
   bool full_block(const Job& job) const;
-  void write_overflow(const std::byte* p, std::size_t n, std::uint64_t at) const;  // drain thread
+  void write_overflow(const std::byte* p, std::size_t n, std::uint64_t at) const;  // submitting thread
   void write_blocks(const std::vector<Job>& batch);                // writer thread
   void write_all(std::vector<iovec>& iov, std::uint64_t at);       // writer thread; consumes iov
   void throw_if_failed() const;                        // under mu_

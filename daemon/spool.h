@@ -29,7 +29,8 @@
 namespace coredumpd {
 
 /// One core's spool. Thread-safe for one writer (the drain) and one reader (the compressor).
-/// Memory: kQueuedBlocks + 3 blocks of kBlockBytes, allocated when it is created.
+/// Memory: kQueuedBlocks + 2 blocks of kBlockBytes rounded up to whole 2 MiB (huge) pages, plus
+/// a read buffer of one block, allocated when it is created.
 class Spool {
  public:
   /// Size of a block (bytes): the unit of the drain's reads, the disk writes and the reader's reads.
@@ -68,7 +69,7 @@ class Spool {
   // ---- compressor side ----
   /// Blocks until more than `pos` bytes are written or the input is closed. Returns the
   /// current end (== pos only when the input is closed and everything was read). The writer wakes
-  /// the reader only then, not at every block before.
+  /// the reader only then, not at every block before. One waiter at a time (the one reader).
   std::uint64_t wait_beyond(std::uint64_t pos);
   /// close_input() was called.
   bool closed() const;
