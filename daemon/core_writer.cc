@@ -15,7 +15,7 @@ namespace coredumpd {
 
 namespace {
 
-constexpr int kZstdJobBytes = 2 << 20;  // ZSTD_c_jobSize for multithreaded compression (min 512 KiB)
+constexpr int kZstdJobBytes = 4 << 20;  // ZSTD_c_jobSize for multithreaded compression (min 512 KiB)
 // Output blocks: written whole, at aligned offsets, so O_DIRECT accepts them; two may wait for the
 // disk while zstd fills a third.
 constexpr std::size_t kBlockBytes = 1 << 20;
@@ -57,7 +57,9 @@ void set_workers(ZSTD_CCtx* cctx, int threads) {
   if (ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_nbWorkers, threads)) || threads == 0) return;
   // zstd's default job is 4 windows (8 MiB at level 3); its buffers, several jobs of input and of
   // worst-case output per worker, made up most of the daemon's RSS (118 MiB peak for one
-  // incompressible core). Smaller jobs bound that; the ratio stays within 0.1 % (bench/).
+  // incompressible core). Smaller jobs bound that, but not below 4 MiB: on a 515 MiB Python heap
+  // core, 2 workers, core tables, `zstd -b3 -T2 -B`: 2 MiB jobs 390-450 MB/s (slower than one
+  // thread, 504 MB/s), 4 MiB 640-690, 8 MiB 650-670 (CLI RSS 17, 29 and 50 MiB; bench/README.md).
   check_zstd(ZSTD_CCtx_setParameter(cctx, ZSTD_c_jobSize, kZstdJobBytes), "zstd job size");
 }
 
