@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <span>
@@ -69,22 +70,49 @@ std::vector<std::byte> read_all(Spool& s) {
   return out;
 }
 
-// Pages of the file `name` in `dirfd` that are in the page cache (mincore), or -1 on an error.
-// Lets a writer held in its progress callback go when the test leaves the scope (declared after
-// the writer, so it runs before the writer's destructor joins the thread).
-struct ReleaseOnExit {
-  std::mutex& mu;
-  std::condition_variable& cv;
-  bool& go;
-  ~ReleaseOnExit() {
-    {
-      std::lock_guard lock(mu);
-      go = true;
-    }
-    cv.notify_all();
+// A "disk" that is behind: the BlockWriter's progress callback (callback()) records each report
+// and holds the writer thread there until release(). Declare it before the writer, and a
+// ReleaseOnExit after it, so that a failed ASSERT cannot leave the writer held in its destructor.
+class HeldDisk {
+ public:
+  std::function<void(std::uint64_t)> callback() {
+    return [this](std::uint64_t end) {
+      std::unique_lock lock(mu_);
+      progress_.push_back(end);
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return released_; });
+    };
   }
+  /// Waits (at most 10 s) until the writer has reported once, i.e. is held.
+  bool wait_held() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return !progress_.empty(); });
+  }
+  void release() {
+    {
+      std::lock_guard lock(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
+  }
+  std::vector<std::uint64_t> progress() {
+    std::lock_guard lock(mu_);
+    return progress_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  std::vector<std::uint64_t> progress_;
 };
 
+struct ReleaseOnExit {
+  HeldDisk& disk;
+  ~ReleaseOnExit() { disk.release(); }
+};
+
+// Pages of the file `name` in `dirfd` that are in the page cache (mincore), or -1 on an error.
 long resident_pages(int dirfd, const char* name) {
   const int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC);
   struct stat st {};
@@ -262,32 +290,23 @@ TEST_F(SpoolTest, BlockWriterOverflowsToThePageCacheWhenTheDiskIsBehind) {
   const int overflow = ::openat(dirfd_, "bw", O_WRONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   ASSERT_GE(overflow, 0);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool go = false;
-  std::vector<std::uint64_t> progress;
+  HeldDisk disk;
   BlockWriter::Options options;
   options.overflow_fd = overflow;
-  options.on_written = [&](std::uint64_t end) {
-    std::unique_lock lock(mu);
-    progress.push_back(end);
-    cv.wait(lock, [&] { return go; });  // the "disk" is stuck until the test lets it go
-  };
+  options.on_written = disk.callback();  // the "disk" is stuck until the test lets it go
   const auto data = random_bytes(8 * kPage, 12);
   {
     BlockWriter writer(fd, kPage, /*depth=*/1, options);
+    const ReleaseOnExit release{disk};
     for (std::size_t i = 0; i < 8; ++i) {  // would block on the second block without overflow
       std::memcpy(writer.block(), data.data() + i * kPage, kPage);
       writer.submit(kPage);
     }
     EXPECT_GE(writer.overflowed(), 5u) << "the stuck writer holds at most 3 blocks";
-    {
-      std::lock_guard lock(mu);
-      go = true;
-    }
-    cv.notify_all();
+    disk.release();
     EXPECT_EQ(writer.finish(), data.size());
   }
+  const auto progress = disk.progress();
   ASSERT_FALSE(progress.empty());
   EXPECT_TRUE(std::is_sorted(progress.begin(), progress.end()));
   EXPECT_EQ(progress.back(), data.size());
@@ -305,37 +324,25 @@ TEST_F(SpoolTest, BlockWriterOverflowLeavesZeroRunsAsHoles) {
   const int overflow = ::openat(dirfd_, "ovh", O_WRONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   ASSERT_GE(overflow, 0);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool go = false, held = false;
+  HeldDisk disk;
   BlockWriter::Options options;
   options.skip_zero_runs = true;
   options.overflow_fd = overflow;
-  options.on_written = [&](std::uint64_t) {
-    std::unique_lock lock(mu);
-    held = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return go; });
-  };
+  options.on_written = disk.callback();
   auto data = random_bytes(4 * kBlock, 14);
   std::fill_n(data.begin() + 2 * kBlock, kBlock, std::byte{0});  // block 2: all zeros
   {
     BlockWriter writer(fd, kBlock, /*depth=*/1, options);
-    const ReleaseOnExit release{mu, cv, go};  // a failed ASSERT must not leave the writer held
+    const ReleaseOnExit release{disk};
     for (std::size_t i = 0; i < 4; ++i) {
       std::memcpy(writer.block(), data.data() + i * kBlock, kBlock);
       writer.submit(kBlock);
       if (i == 0) {
-        std::unique_lock lock(mu);
-        ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return held; }));
+        ASSERT_TRUE(disk.wait_held());
       }
     }
     EXPECT_EQ(writer.overflowed(), 2u) << "blocks 2 and 3: block 1 waits in the queue, the writer holds block 0";
-    {
-      std::lock_guard lock(mu);
-      go = true;
-    }
-    cv.notify_all();
+    disk.release();
     EXPECT_EQ(writer.finish(), data.size());
   }
   std::vector<std::byte> back(data.size());
@@ -386,39 +393,26 @@ TEST_F(SpoolTest, BlockWriterGathersQueuedBlocksIntoOneWriteAndKeepsTheirHoles) 
   constexpr std::size_t kBlock = 128 * 1024;  // two zero-run granules
   const int fd = ::openat(dirfd_, "batch", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
   ASSERT_GE(fd, 0);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool go = false;
-  std::vector<std::uint64_t> progress;
+  HeldDisk disk;
   BlockWriter::Options options;
   options.skip_zero_runs = true;
-  options.on_written = [&](std::uint64_t end) {
-    std::unique_lock lock(mu);
-    progress.push_back(end);
-    cv.notify_all();
-    cv.wait(lock, [&] { return go; });
-  };
+  options.on_written = disk.callback();
   auto data = random_bytes(5 * kBlock, 13);
   std::fill_n(data.begin() + 2 * kBlock + kBlock / 2, kBlock / 2, std::byte{0});  // block 2's second half
   {
     BlockWriter writer(fd, kBlock, /*depth=*/4, options);
-    const ReleaseOnExit release{mu, cv, go};  // a failed ASSERT must not leave the writer held
+    const ReleaseOnExit release{disk};
     for (std::size_t i = 0; i < 5; ++i) {  // the first is written, the other four wait in the queue
       std::memcpy(writer.block(), data.data() + i * kBlock, kBlock);
       writer.submit(kBlock);
       if (i == 0) {  // until the writer is held after the first
-        std::unique_lock lock(mu);
-        ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return !progress.empty(); }));
+        ASSERT_TRUE(disk.wait_held());
       }
     }
-    {
-      std::lock_guard lock(mu);
-      go = true;
-    }
-    cv.notify_all();
+    disk.release();
     EXPECT_EQ(writer.finish(), data.size());
   }
-  EXPECT_EQ(progress, (std::vector<std::uint64_t>{kBlock, 5 * kBlock})) << "one write for the four queued blocks";
+  EXPECT_EQ(disk.progress(), (std::vector<std::uint64_t>{kBlock, 5 * kBlock})) << "one write for the four queued blocks";
   std::vector<std::byte> back(data.size());
   EXPECT_EQ(::pread(fd, back.data(), back.size(), 0), static_cast<ssize_t>(back.size()));
   EXPECT_EQ(back, data);
