@@ -89,6 +89,20 @@ class FakeKernelDaemon : public ::testing::Test {
         15s);
     return found;
   }
+  // Dumps `core` through the fake kernel (options()) and returns the one record it left; a dump
+  // that did not complete fails the test.
+  std::optional<DumpRecord> dump_one(const std::vector<std::byte>& core) {
+    auto o = options();
+    o.core = fk::CoreSource::from_buffer(core);
+    const auto res = fk::run(o);
+    EXPECT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+    auto r = only_record();
+    if (r) {
+      EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+    }
+    return r;
+  }
+
 
   std::vector<DumpRecord> records() {
     try {
@@ -504,23 +518,15 @@ TEST_F(FakeKernelDaemon, SpoolThroughThePageCacheStoresTheSameCores) {
   start(R"({"spool_direct_io": false})");
   std::vector<std::byte> core(40 * kMebi);
   fill_text(core, 0, core.size());
-  auto o = options();
-  o.core = fk::CoreSource::from_buffer(core);
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
-  auto r = only_record();
+  auto r = dump_one(core);
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
   EXPECT_EQ(r->compression, "zstd");
   EXPECT_TRUE(stored_core(*r) == core);
 
   start(R"({"spool_direct_io": false})");
   fill_random(core, 0, core.size(), 91);
-  o = options();
-  o.core = fk::CoreSource::from_buffer(core);
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
-  r = only_record();
+  r = dump_one(core);
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
   EXPECT_EQ(r->compression, "none");
   EXPECT_TRUE(stored_core(*r) == core);
   EXPECT_EQ(verify_problems(), "");
@@ -754,12 +760,8 @@ TEST_F(FakeKernelDaemon, IncompressibleCoreCutByAKilledTaskKeepsWhatCameRaw) {
 TEST_F(FakeKernelDaemon, RawVerdictNeedsTwoSamples) {
   std::vector<std::byte> core(31 * kMebi);
   fill_random(core, 0, core.size(), 61);
-  auto o = options();
-  o.core = fk::CoreSource::from_buffer(core);
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
-  auto r = only_record();
+  auto r = dump_one(core);
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
   EXPECT_EQ(r->extra.value("compressibility_samples", -1), 1);
   EXPECT_EQ(r->compression, "zstd");
   EXPECT_TRUE(stored_core(*r) == core);
@@ -767,12 +769,8 @@ TEST_F(FakeKernelDaemon, RawVerdictNeedsTwoSamples) {
   start();
   core.resize(33 * kMebi);
   fill_random(core, 0, core.size(), 62);
-  o = options();
-  o.core = fk::CoreSource::from_buffer(core);
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
-  r = only_record();
+  r = dump_one(core);
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
   EXPECT_EQ(r->extra.value("compressibility_samples", -1), 2);
   EXPECT_EQ(r->compression, "none");
   EXPECT_EQ(r->stored_size, core.size());
