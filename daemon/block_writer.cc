@@ -24,18 +24,6 @@ constexpr std::size_t kHugePage = 2 << 20;
 // around it would (a heap of alternating zero and data pages is written whole).
 constexpr std::size_t kZeroRun = 64 * 1024;
 
-// pwrite(2) of all `n` bytes at `at`. Throws StoreError.
-void pwrite_full(int fd, const std::byte* p, std::size_t n, std::uint64_t at) {
-  while (n > 0) {
-    const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(at));
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) throw StoreError(std::string("write core file: ") + std::strerror(errno), errno);
-    p += w;
-    at += static_cast<std::uint64_t>(w);
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
 // pwritev(2) of all of `iov` at `at`. What was written is taken off `iov` and added to `at`, also
 // when it throws StoreError (so a retry goes on from there).
 void pwritev_full(int fd, std::vector<iovec>& iov, std::uint64_t& at) {
@@ -260,36 +248,40 @@ void BlockWriter::run() {
   }
 }
 
-// submit()'s write through Options::overflow_fd: with skip_zero_runs, only the runs that hold data
-// (zero runs stay holes there too).
-void BlockWriter::write_overflow(const std::byte* p, std::size_t n, std::uint64_t at) const {
-  std::size_t run = 0;  // start of the data run being gathered
-  for (std::size_t i = 0; options_.skip_zero_runs && i < n; i += kZeroRun) {
-    const std::size_t len = std::min(kZeroRun, n - i);
-    if (!all_zero(std::span(p + i, len))) continue;
-    if (i > run) pwrite_full(options_.overflow_fd, p + run, i - run, at + run);
-    run = i + len;
-  }
-  if (n > run) pwrite_full(options_.overflow_fd, p + run, n - run, at + run);
+// submit()'s write through Options::overflow_fd, zero runs left out as in write_blocks().
+void BlockWriter::write_overflow(std::byte* p, std::size_t n, std::uint64_t at) const {
+  const std::span<std::byte> block(p, n);
+  gather_data_runs(std::span(&block, 1), at, [&](std::vector<iovec>& iov, std::uint64_t from) {
+    pwritev_full(options_.overflow_fd, iov, from);
+  });
 }
 
 bool BlockWriter::full_block(const Job& job) const { return job.data != nullptr && job.n == block_bytes_; }
 
 // Writes the blocks of `batch` (consecutive in the file from offset_) in as few writes as their
-// data allow: with skip_zero_runs each 64 KiB of zeros is left out, ending one write; the data
-// runs between are gathered (pwritev), at offsets as aligned as the blocks'.
+// data allow (gather_data_runs), at offsets as aligned as the blocks'.
 void BlockWriter::write_blocks(const std::vector<Job>& batch) {
+  std::vector<std::span<std::byte>> blocks;
+  blocks.reserve(batch.size());
+  for (const Job& job : batch) blocks.emplace_back(job.data, static_cast<std::size_t>(job.n));
+  gather_data_runs(blocks, offset_, [&](std::vector<iovec>& iov, std::uint64_t at) { write_all(iov, at); });
+}
+
+// Hands `write` the data of `blocks` (consecutive in the file from `at`) as runs of iovecs, each
+// with its file offset: with skip_zero_runs each 64 KiB of zeros is left out, ending a run; the
+// data between, across block boundaries, is one run.
+template <typename Write>
+void BlockWriter::gather_data_runs(std::span<const std::span<std::byte>> blocks, std::uint64_t at, Write&& write) const {
   std::vector<iovec> iov;
-  std::uint64_t at = offset_;     // file offset of iov's first byte
-  std::uint64_t next = offset_;  // file offset of the byte being looked at
+  std::uint64_t next = at;  // file offset of the byte being looked at; `at` is iov's first byte's
   const auto flush = [&] {
-    if (!iov.empty()) write_all(iov, at);
+    if (!iov.empty()) write(iov, at);
+    iov.clear();
   };
-  for (const Job& job : batch) {
-    const auto n = static_cast<std::size_t>(job.n);
-    for (std::size_t i = 0; i < n; i += kZeroRun) {
-      const std::size_t len = std::min(kZeroRun, n - i);
-      std::byte* p = job.data + i;
+  for (const auto& block : blocks) {
+    for (std::size_t i = 0; i < block.size(); i += kZeroRun) {
+      const std::size_t len = std::min(kZeroRun, block.size() - i);
+      std::byte* p = block.data() + i;
       if (options_.skip_zero_runs && all_zero(std::span(p, len))) {
         flush();
         at = next + len;

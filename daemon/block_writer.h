@@ -100,7 +100,9 @@ class BlockWriter {
   static constexpr std::size_t kMaxBatch = 4;
   void run();
   bool full_block(const Job& job) const;
-  void write_overflow(const std::byte* p, std::size_t n, std::uint64_t at) const;  // submitting thread
+  void write_overflow(std::byte* p, std::size_t n, std::uint64_t at) const;  // submitting thread
+  template <typename Write>
+  void gather_data_runs(std::span<const std::span<std::byte>> blocks, std::uint64_t at, Write&& write) const;
   void write_blocks(const std::vector<Job>& batch);                // writer thread
   void write_all(std::vector<iovec>& iov, std::uint64_t at);       // writer thread; consumes iov
   void throw_if_failed() const;                        // under mu_
