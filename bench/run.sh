@@ -22,8 +22,24 @@ bash "$root/scripts/install-deps.sh" >&2
 quietly cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOREDUMPD_TESTS=OFF
 quietly ninja -C "$build" coredumpd raw-drain-server bench-crasher
 
+# systemd-coredump 252, measured beside coredumpd: Debian's package unpacked into the build
+# directory, not installed (its postinst would point core_pattern at it for good). It runs with the
+# systemd package's libsystemd-shared. Without network it is left out, and the report says so.
+sd_dir="$build/systemd-coredump"
+sd_bin="$sd_dir/root/lib/systemd/systemd-coredump"
+sd_args=()
+if [[ ! -x "$sd_bin" ]]; then
+  rm -rf "$sd_dir" && mkdir -p "$sd_dir"
+  if (cd "$sd_dir" && apt-get download -q systemd-coredump >/dev/null 2>&1); then
+    dpkg-deb -x "$sd_dir"/systemd-coredump_*.deb "$sd_dir/root"
+  else
+    echo "bench/run.sh: could not download systemd-coredump (apt-get download); not measuring it" >&2
+  fi
+fi
+[[ -x "$sd_bin" ]] && sd_args=(--systemd-coredump "$sd_bin")
+
 exec python3 "$here/run_bench.py" \
   --coredumpd "$build/daemon/coredumpd" \
   --raw-server "$build/bench/raw-drain-server" \
   --crasher "$build/bench/bench-crasher" \
-  "$@"
+  "${sd_args[@]}" "$@"

@@ -18,6 +18,7 @@ Python standard library only. See bench/README.md for how to read the output.
 """
 
 import argparse
+import contextlib
 import ctypes
 import datetime
 import fcntl
@@ -37,12 +38,14 @@ import time
 
 LOCK_PATH = "/run/lock/coredumpd-core_pattern.lock"
 PATTERN_PATH = "/proc/sys/kernel/core_pattern"
+PIPE_LIMIT_PATH = "/proc/sys/kernel/core_pipe_limit"
 LOCK_WAIT_S = 300          # the tests wait as long for the same lock
 SERVER_START_S = 15        # socket must be listening by then
 SERVER_STOP_S = 20         # SIGTERM, then SIGKILL
 POLL_S = 0.005             # index / log polling period while waiting for "stored"
 PRETOUCH_EXTRA_MIB = 256   # pre-touch 2N + this before every timed crash
-SERVERS = ("coredumpd", "raw-drain", "raw-write")
+SERVERS = ("coredumpd", "raw-drain", "raw-write", "systemd-coredump")
+DEFAULT_SERVERS = ("coredumpd", "raw-drain", "systemd-coredump")  # raw-write on request (--servers)
 FILLS = ("random", "half-zero", "pyheap")
 TERMINAL_STATES = ("complete", "truncated", "failed", "interrupted", "metadata_only", "rejected")
 
@@ -181,7 +184,8 @@ def pretouch(python, mib, timeout):
 # ---------------------------------------------------------------------------------------------
 
 class CorePattern:
-    """Exclusive use of kernel.core_pattern: flock, save, set, and restore on every exit path.
+    """Exclusive use of kernel.core_pattern (and kernel.core_pipe_limit, which only pipe helpers such
+    as systemd-coredump see): flock, save, set, and restore on every exit path.
 
     Restoring is done in __exit__ and, for SIGINT/SIGTERM, in the signal handler itself before it
     raises BenchInterrupted (so the pattern is back even if the cleanup that follows is cut short).
@@ -190,6 +194,7 @@ class CorePattern:
     def __init__(self):
         self.lock_fd = None
         self.saved = None
+        self.saved_pipe_limit = None
         self.old_handlers = {}
 
     def __enter__(self):
@@ -208,6 +213,8 @@ class CorePattern:
                 time.sleep(0.2)
         with open(PATTERN_PATH) as f:
             self.saved = f.read().rstrip("\n")
+        with open(PIPE_LIMIT_PATH) as f:
+            self.saved_pipe_limit = f.read().strip()
         for signo in (signal.SIGINT, signal.SIGTERM):
             self.old_handlers[signo] = signal.signal(signo, self._on_signal)
         return self
@@ -216,14 +223,19 @@ class CorePattern:
         self.restore()
         raise BenchInterrupted(signal.Signals(signo).name)
 
-    def set(self, socket_path):
-        """Points core_pattern at `socket_path` in @@ mode."""
-        write_pattern("@@" + socket_path)
+    def set(self, server):
+        """Points core_pattern at `server` (Server.pattern()), with its core_pipe_limit if it names
+        one, else the saved one."""
+        limit = server.core_pipe_limit()
+        write_sysctl(PIPE_LIMIT_PATH, str(limit) if limit is not None else self.saved_pipe_limit)
+        write_pattern(server.pattern())
 
     def restore(self):
-        """Puts the saved pattern back (idempotent)."""
+        """Puts the saved pattern and pipe limit back (idempotent)."""
         if self.saved is not None:
             write_pattern(self.saved)
+        if self.saved_pipe_limit is not None:
+            write_sysctl(PIPE_LIMIT_PATH, self.saved_pipe_limit)
 
     def __exit__(self, *exc):
         self.restore()
@@ -235,8 +247,13 @@ class CorePattern:
 
 def write_pattern(pattern):
     """Writes kernel.core_pattern (EINVAL if the kernel refuses the pattern, spec §1.2)."""
-    with open(PATTERN_PATH, "w") as f:
-        f.write(pattern)
+    write_sysctl(PATTERN_PATH, pattern)
+
+
+def write_sysctl(path, value):
+    """Writes one /proc/sys file."""
+    with open(path, "w") as f:
+        f.write(value)
 
 
 def read_pattern():
@@ -264,6 +281,21 @@ class Server:
     def command(self):
         """argv of the server process."""
         raise NotImplementedError
+
+    def pattern(self):
+        """kernel.core_pattern that sends cores to this server (socket mode, spec §1.2)."""
+        return "@@" + self.socket
+
+    def core_pipe_limit(self):
+        """kernel.core_pipe_limit to run with, or None to keep the machine's (sockets ignore it)."""
+        return None
+
+    def settle(self):
+        """Called once a run's crashes are all accounted for, before its CPU time is read."""
+
+    def awaits(self, crasher):
+        """False if `crasher` will never get a record here (waiting for one would only time out)."""
+        return True
 
     def start(self):
         """Starts the server and waits (bounded) until its socket is listening."""
@@ -437,6 +469,109 @@ class RawServer(Server):
         return os.path.join(self.cores, f"{facts['server']['seq']}.core") if self.cores else None
 
 
+class SystemdCoredump(Server):
+    """Debian 12's systemd-coredump 252, run as on a systemd host but without systemd as PID 1.
+
+    core_pattern pipes the core to `systemd-coredump %P ...` (the pattern and core_pipe_limit=16 of
+    its /usr/lib/sysctl.d/50-coredump.conf); that helper collects metadata and hands the pipe over
+    /run/systemd/coredump to an instance of the service, here spawned per connection by
+    `systemd-socket-activate --seqpacket --accept` (systemd-coredump.socket's Accept=yes). The
+    instance copies the core into a file in /var/lib/systemd/coredump, compresses that with zstd,
+    extracts a backtrace and logs to the journal; only then does it close the pipe, and with a
+    nonzero core_pipe_limit the kernel keeps the task until every reader of the pipe is gone.
+    'stored' = the core.*.PID.*.zst file appears (linked when written and synced); CPU time counts
+    the instances (children of systemd-socket-activate, reaped by it), not the kernel-spawned helper.
+    Its ProcessSizeMax/ExternalSizeMax (2 GiB by default) are raised for the run with a drop-in in
+    /run/systemd/coredump.conf.d, so a 2 GiB scenario's core is stored whole, as ours is."""
+
+    name = "systemd-coredump"
+    SOCKET = "/run/systemd/coredump"          # fixed in systemd-coredump
+    STORAGE = "/var/lib/systemd/coredump"     # fixed in systemd-coredump
+    DROP_IN = "/run/systemd/coredump.conf.d/90-coredumpd-bench.conf"
+
+    def __init__(self, workdir, binary):
+        super().__init__(workdir)
+        self.socket = self.SOCKET
+        self.binary = binary
+        self.files = []  # what it stored during our runs: removed by stop()
+
+    def command(self):
+        return ["systemd-socket-activate", "--seqpacket", "--accept", "-l", self.SOCKET, self.binary]
+
+    def pattern(self):
+        return f"|{self.binary} %P %u %g %s %t 9223372036854775808 %h %d"
+
+    def core_pipe_limit(self):
+        return 16
+
+    def start(self):
+        if is_listening(self.SOCKET):
+            raise RuntimeError(f"{self.SOCKET} is already served (systemd-coredump.socket running?)")
+        os.makedirs(self.STORAGE, mode=0o755, exist_ok=True)
+        os.makedirs(os.path.dirname(self.DROP_IN), exist_ok=True)
+        with open(self.DROP_IN, "w") as f:
+            f.write("# coredumpd bench (bench/run_bench.py): cores up to 64 GiB, removed when the run ends\n"
+                    "[Coredump]\nProcessSizeMax=64G\nExternalSizeMax=64G\n")
+        super().start()
+
+    def _instances(self):
+        """PIDs of the service instances still running."""
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                return f.read().split()
+        except OSError:
+            return []
+
+    def settle(self):
+        """Waits (bounded) for the instances to exit, so that their CPU time is counted."""
+        deadline = time.monotonic() + SERVER_STOP_S
+        while self.alive() and self._instances() and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+
+    def cpu_seconds(self):
+        """CPU time of systemd-socket-activate and its reaped children (utime, stime, cutime, cstime)."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+    def vm_hwm_kib(self):
+        return None  # the work is done in short-lived instances
+
+    def poll_stored(self, pids):
+        now = mono_ns()
+        done = {}
+        for name in os.listdir(self.STORAGE):
+            # core.COMM.UID.BOOT_ID.PID.USEC.zst; COMM may hold dots, the rest cannot.
+            parts = name.split(".")
+            if len(parts) < 7 or parts[0] != "core" or not parts[-3].isdigit() or int(parts[-3]) not in pids:
+                continue
+            path = os.path.join(self.STORAGE, name)
+            self.files.append(path)
+            done[int(parts[-3])] = {"stored_ns": now, "state": "complete", "core_bytes": None,
+                                    "stored_bytes": os.path.getsize(path), "handshake_ms": None,
+                                    "server": {"path": path}}
+        return done
+
+    def stored_file(self, facts):
+        return facts["server"]["path"]
+
+    def awaits(self, crasher):
+        """A task the kernel dumped into no helper (core_pipe_limit reached: it exits without
+        WCOREDUMP) leaves no file behind."""
+        st = crasher.status
+        return st is None or (os.WIFSIGNALED(st) and os.WCOREDUMP(st))
+
+    def stop(self):
+        try:
+            return super().stop()
+        finally:
+            for path in self.files:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.DROP_IN)
+
+
 # ---------------------------------------------------------------------------------------------
 # Scenarios and one measured crash
 # ---------------------------------------------------------------------------------------------
@@ -489,7 +624,7 @@ def wait_crashers(crashers, server, timeouts):
         live = [c for c in crashers if c.pidfd is not None]
         pending = {c.pid for c in crashers if c.ready_ns is not None} - set(facts)
         # A crasher we had to kill may never get a record: do not wait for it once the rest is in.
-        awaited = {c.pid for c in crashers if c.pid in pending and c.error is None}
+        awaited = {c.pid for c in crashers if c.pid in pending and c.error is None and server.awaits(c)}
         if not live:
             last_exit = last_exit or time.monotonic()
             if not awaited or time.monotonic() - last_exit > stored_t:
@@ -534,10 +669,11 @@ def run_crash(server, scenario, args, pattern, stderr):
     t0 = time.monotonic()
     pretouch(args.python, 2 * scenario.total_mib + PRETOUCH_EXTRA_MIB, timeout=ready_t)
     t1 = time.monotonic()
-    pattern.set(server.socket)
+    pattern.set(server)
     cpu0 = server.cpu_seconds() if server.alive() else None
     crashers = [Crasher(scenario.argv(args), stderr) for _ in range(scenario.count)]
     facts, missing = wait_crashers(crashers, server, (ready_t, release_t, stored_t))
+    server.settle()
     cpu1 = server.cpu_seconds() if server.alive() and cpu0 is not None else None
     m = assemble(server, crashers, facts, missing, cpu0, cpu1)
     readies = [c.ready_ns / 1e9 for c in crashers if c.ready_ns]
@@ -589,6 +725,8 @@ def make_servers(names, workdir, args):
         elif name in args.variants:
             config, binary = args.variants[name]
             servers.append(Coredumpd(workdir, binary, name, config))
+        elif name == "systemd-coredump":
+            servers.append(SystemdCoredump(workdir, args.systemd_coredump))
         else:
             servers.append(RawServer(workdir, args.raw_server, write_file=(name == "raw-write")))
     return servers
@@ -664,20 +802,32 @@ def reference_compression(servers, measurements):
 
 
 def single_thread_zstd3(servers, measurements):
-    """Seconds `zstd -3 -T1` takes on one uncompressed core of this scenario, read from the page
-    cache: the compression step of systemd-coredump 252 (it copies the core into a file, then
-    compresses that with single-threaded zstd at its default level, 3). {} if no server kept an
-    uncompressed core (raw-write does)."""
+    """Seconds `zstd -3 -T1` takes on one core of this scenario, uncompressed in the page cache:
+    the compression step of systemd-coredump 252 (it copies the core into a file, then compresses
+    that with single-threaded zstd at its default level, 3). The core is one a server kept
+    uncompressed (raw-write; coredumpd for an incompressible core), else coredumpd's .zst
+    decompressed next to it first. {} if no server kept one."""
     for server in servers:
+        if server.name == "systemd-coredump":
+            continue  # its .zst is the same core; the daemons' come first anyway
         for m in measurements:
             for c in m["crashes"] if m["server"] == server.name else []:
                 path = server.stored_file(c) if c.get("state") == "complete" else None
-                if not path or path.endswith(".zst") or not os.path.exists(path):
+                if not path or not os.path.exists(path):
                     continue
-                subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True, timeout=600)  # into the cache
-                t0 = time.monotonic()
-                subprocess.run(["zstd", "-3", "-T1", "-cq", path], stdout=subprocess.DEVNULL, check=True, timeout=600)
-                return {"zstd3_t1_seconds": time.monotonic() - t0, "zstd3_t1_from": server.name}
+                raw = path[:-len(".zst")] + ".bench-raw" if path.endswith(".zst") else path
+                try:
+                    if raw != path:
+                        subprocess.run(["zstd", "-dqf", path, "-o", raw], check=True, timeout=600)
+                    subprocess.run(["cat", raw], stdout=subprocess.DEVNULL, check=True, timeout=600)  # into the cache
+                    t0 = time.monotonic()
+                    subprocess.run(["zstd", "-3", "-T1", "-cq", raw], stdout=subprocess.DEVNULL, check=True,
+                                   timeout=600)
+                    return {"zstd3_t1_seconds": time.monotonic() - t0, "zstd3_t1_from": server.name}
+                finally:
+                    if raw != path:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(raw)
     return {}
 
 
@@ -761,16 +911,21 @@ def ratio(a, b):
 
 def daemons(servers):
     """The servers that are coredumpd: "coredumpd" and the --variant names."""
+    return [x for x in servers if x not in ("raw-drain", "raw-write", "systemd-coredump")]
+
+
+def compared(servers):
+    """The servers whose ratio over raw-drain the tables show: the daemons and systemd-coredump."""
     return [x for x in servers if x not in ("raw-drain", "raw-write")]
 
 
-def paired_ratio(measurements, server, key):
-    """Median over repetitions of (server's median `key` in the rep) / (raw-drain's in the same
-    rep): the two ran back to back, so slow drift of the machine cancels out. None without pairs."""
+def paired_ratio(measurements, server, key, base="raw-drain"):
+    """Median over repetitions of (server's median `key` in the rep) / (base's in the same rep):
+    the two ran back to back, so slow drift of the machine cancels out. None without pairs."""
     ratios = []
     for rep in sorted({m["rep"] for m in measurements}):
         a, b = (median_or_none(per_crash([m for m in measurements if m["rep"] == rep], x, key))
-                for x in (server, "raw-drain"))
+                for x in (server, base))
         if a is not None and b:
             ratios.append(a / b)
     return median_or_none(ratios)
@@ -781,7 +936,7 @@ def metric_table(title, key, results, servers, digits=1, paired=False):
     coredumpd / raw-drain (of the medians; with `paired`, also the median of the per-repetition
     ratios, see paired_ratio) for coredumpd and each variant."""
     cols = list(servers)
-    ratios = daemons(cols) if "raw-drain" in cols else []
+    ratios = compared(cols) if "raw-drain" in cols else []
     head = ["scenario"] + cols + [f"{x} / raw-drain" for x in ratios]
     head += [f"{x} / raw-drain, paired" for x in ratios] if paired else []
     head.append("n")
@@ -817,6 +972,8 @@ def handshake_table(results, servers):
     for r in results:
         for x in servers:
             v = [h for h in per_crash(r["measurements"], x, "handshake_ms") if h is not None]
+            if not v:
+                continue  # systemd-coredump has no handshake
             lines.append(f"| {r['name']} | {x} | {fmt(median_or_none(v), 2)} | {fmt(percentile(v, 99), 2)} "
                          f"| {fmt(max(v, default=None), 2)} | {len(v)} |")
     return "\n".join(lines) + "\n"
@@ -863,6 +1020,27 @@ def systemd_model_table(results, servers):
                                              fmt(ratio(bound, cd), 2)]) + " |")
             rows += 1
     return "\n".join(lines) + "\n" if rows else ""
+
+
+def systemd_table(results, servers):
+    """systemd-coredump 252 measured in the same run: its crash → released and crash → stored over
+    each daemon's, as ratios of the medians and paired per repetition (paired_ratio)."""
+    if "systemd-coredump" not in servers:
+        return ""
+    lines = ["### systemd-coredump 252 against coredumpd, measured in the same run", "",
+             "| scenario | server | released, systemd-coredump / server | paired "
+             "| stored, systemd-coredump / server | paired | complete, systemd-coredump / server |",
+             "|---|---|---|---|---|---|---|"]
+    for r in results:
+        s, sd = r["summary"], r["summary"]["systemd-coredump"]
+        for x in daemons(servers):
+            cells = [r["name"], x]
+            for key in ("release_ms", "stored_ms"):
+                cells += [fmt(ratio(sd[key], s[x][key]), 2),
+                          fmt(paired_ratio(r["measurements"], "systemd-coredump", key, base=x), 2)]
+            cells.append(f"{sd['complete']}/{sd['crashes']} : {s[x]['complete']}/{s[x]['crashes']}")
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def batch_table(results, servers):
@@ -912,6 +1090,7 @@ def report(env, results, servers, skipped, notes):
                               servers))
     parts.append(handshake_table(results, servers))
     parts.append(size_table(results, servers))
+    parts.append(systemd_table(results, servers))
     parts.append(systemd_model_table(results, servers))
     parts.append(batch_table(results, servers))
     if skipped:
@@ -964,6 +1143,7 @@ def environment(args):
         "python": platform.python_version(),
         "coredumpd": args.coredumpd,
         "raw-drain-server": args.raw_server,
+        "systemd-coredump": args.systemd_coredump or "not measured (bench/run.sh unpacks it)",
         "reps": args.reps,
     }
 
@@ -1001,8 +1181,12 @@ def parse_args(argv):
                    help="skip pyheap sizes above this (default: 512; building a Python heap takes ~10 s per GiB)")
     p.add_argument("--concurrent", type=int, default=20, help="crashers started at once (default: 20; 0: skip)")
     p.add_argument("--concurrent-mib", type=int, default=64, help="size of each concurrent crasher, MiB (default: 64)")
-    p.add_argument("--servers", type=csv_names(SERVERS), default=list(SERVERS),
-                   help="servers under test (default: coredumpd,raw-drain,raw-write)")
+    p.add_argument("--servers", type=csv_names(SERVERS), default=None,
+                   help="servers under test, of " + ",".join(SERVERS) + " (default: coredumpd,raw-drain, "
+                        "and systemd-coredump with --systemd-coredump)")
+    p.add_argument("--systemd-coredump", metavar="BINARY",
+                   help="systemd-coredump 252 to measure as a server (bench/run.sh unpacks Debian's package; "
+                        "it is not installed, which would change core_pattern)")
     p.add_argument("--variant", action="append", default=[], metavar="NAME=CONFIG[:BINARY]",
                    help="also run coredumpd (or BINARY, another build of it) as server NAME with --config CONFIG: "
                         "an A/B in the same interleaved run (repeatable)")
@@ -1015,6 +1199,10 @@ def parse_args(argv):
     p.add_argument("--workdir", help="where sockets and stores go (default: a new directory in /var/tmp)")
     p.add_argument("--keep", action="store_true", help="keep the stores and logs after the run")
     args = p.parse_args(argv)
+    if args.servers is None:
+        args.servers = [x for x in DEFAULT_SERVERS if x != "systemd-coredump" or args.systemd_coredump]
+    if "systemd-coredump" in args.servers and not args.systemd_coredump:
+        p.error("--servers systemd-coredump needs --systemd-coredump BINARY")
     args.variants = {}
     for v in args.variant:
         name, _, rest = v.partition("=")
@@ -1069,11 +1257,15 @@ def preflight(args):
     with open("/proc/sys/kernel/core_modes") as f:
         if "socket" not in f.read():
             sys.exit("run_bench: kernel lacks socket core_pattern support (needs Linux 6.17+)")
-    for path in (args.coredumpd, args.raw_server, args.crasher):
+    binaries = [args.coredumpd, args.raw_server, args.crasher]
+    binaries += [args.systemd_coredump] if "systemd-coredump" in args.servers else []
+    for path in binaries:
         if not os.access(path, os.X_OK):
             sys.exit(f"run_bench: {path} is not an executable")
     if "pyheap" in args.fills and not os.access(args.python, os.X_OK):
         sys.exit(f"run_bench: {args.python} is not an executable")
+    if "systemd-coredump" in args.servers and not shutil.which("systemd-socket-activate"):
+        sys.exit("run_bench: systemd-socket-activate not found (package systemd; needed for systemd-coredump)")
     if not shutil.which("zstd") and args.zstd_ref:
         sys.exit("run_bench: zstd not found (needed for the reference; or pass --no-zstd-ref)")
 
