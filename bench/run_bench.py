@@ -297,6 +297,10 @@ class Server:
         """False if `crasher` will never get a record here (waiting for one would only time out)."""
         return True
 
+    def why_lost(self, crasher):
+        """The anomaly line of a crash that got no final record."""
+        return "LOST: no final record from the server"
+
     def start(self):
         """Starts the server and waits (bounded) until its socket is listening."""
         with open(self.log_path, "ab") as out:
@@ -561,6 +565,12 @@ class SystemdCoredump(Server):
         st = crasher.status
         return st is None or (os.WIFSIGNALED(st) and os.WCOREDUMP(st))
 
+    def why_lost(self, crasher):
+        if self.awaits(crasher):
+            return super().why_lost(crasher)
+        return (f"NOT DUMPED: the kernel gave it to no helper (over core_pipe_limit {self.core_pipe_limit()}; "
+                "expected for systemd-coredump with more crashes at once)")
+
     def stop(self):
         try:
             return super().stop()
@@ -570,6 +580,8 @@ class SystemdCoredump(Server):
                     os.unlink(path)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.DROP_IN)
+            with contextlib.suppress(FileNotFoundError):  # systemd-socket-activate leaves it bound
+                os.unlink(self.SOCKET)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -698,7 +710,7 @@ def assemble(server, crashers, facts, missing, cpu0, cpu1):
             rec.update({k: v for k, v in f.items() if k != "stored_ns"})
             rec["stored_ms"] = ms(f["stored_ns"] - c.ready_ns)
         elif c.ready_ns is not None:
-            rec["error"] = rec["error"] or "LOST: no final record from the server"
+            rec["error"] = rec["error"] or server.why_lost(c)
         crashes.append(rec)
     readies = [c.ready_ns for c in crashers if c.ready_ns]
     stores = [f["stored_ns"] for f in facts.values()]
@@ -1200,7 +1212,7 @@ def parse_args(argv):
                    help="skip repetitions that would end after this many seconds of run time "
                         "(default: 540; 0: no limit)")
     p.add_argument("--no-zstd-ref", dest="zstd_ref", action="store_false", help="skip the zstd -3 reference")
-    p.add_argument("--quick", action="store_true", help="1 rep, 64 and 512 MiB only (under 2 minutes)")
+    p.add_argument("--quick", action="store_true", help="1 rep, 64 and 512 MiB only (3-5 minutes with systemd-coredump)")
     p.add_argument("--json-out", help="write every measurement here as JSON")
     p.add_argument("--workdir", help="where sockets and stores go (default: a new directory in /var/tmp)")
     p.add_argument("--keep", action="store_true", help="keep the stores and logs after the run")
@@ -1337,7 +1349,10 @@ def main(argv=None):
     elapsed = time.monotonic() - started
     for r in results:
         r["summary"] = summarize(r, args.servers)
-    notes = [f"total run time {elapsed:.0f} s", f"core_pattern after the run: {read_pattern()!r}"]
+    with open(PIPE_LIMIT_PATH) as f:
+        pipe_limit = f.read().strip()
+    notes = [f"total run time {elapsed:.0f} s",
+             f"core_pattern after the run: {read_pattern()!r}, core_pipe_limit {pipe_limit}"]
     busy = max((m["loadavg1_before"] for r in results for m in r["measurements"]), default=0)
     if busy > os.cpu_count() / 2:
         notes.append(f"the machine was busy: 1-min load average up to {busy:.1f} on {os.cpu_count()} CPUs "
