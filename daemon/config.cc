@@ -300,6 +300,8 @@ Config apply_config(const std::string& origin, const json& doc, Config c, const 
       c.close_files_bit = static_cast<std::uint64_t>(bit);
     } else if (key == "spool_direct_io") {
       c.spool_direct_io = get_bool(origin, key, v);
+    } else if (key == "compress_while_streaming") {
+      c.compress_while_streaming = get_bool(origin, key, v);
     } else if (key == "accept_forwarded") {
       c.accept_forwarded = get_bool(origin, key, v);
     } else if (key == "collector_budget_ms") {

@@ -119,6 +119,7 @@ json config_to_json(const Config& c) {
       {"collector_budget_ms", c.collector_budget.count()},
       {"accept_forwarded", c.accept_forwarded},
       {"spool_direct_io", c.spool_direct_io},
+      {"compress_while_streaming", c.compress_while_streaming},
       {"testing", {{"collector_delay_ms", c.test_collector_delay.count()}}},
       {"retention", retention_to_json(c.retention)},
       {"defaults", policy_to_json(c.defaults)},

@@ -333,7 +333,8 @@ bool keep_spool_uncompressed(InFlight& d) {
 // The compress stage: follows the spool until its input is closed, then finalizes the dump.
 //
 // A forwarded dump is compressed only if the receiver did not take it all (it is then stored here):
-// until its fate is known at the end of the stream, it waits in the spool.
+// until its fate is known at the end of the stream, it waits in the spool. Without
+// compress_while_streaming every dump waits there too, but with its file already made.
 void compress(const std::shared_ptr<InFlight>& dp) {
   InFlight& d = *dp;
   if (d.forwarding && d.spool) d.spool->wait_beyond(UINT64_MAX);  // returns once the input is closed
@@ -349,6 +350,7 @@ void compress(const std::shared_ptr<InFlight>& dp) {
   }
   // Only now idle-class: vacuuming above holds the index's write lock, which sessions wait for.
   compress_while_streaming();
+  if (d.spool && !d.job.config->compress_while_streaming) d.spool->wait_beyond(UINT64_MAX);  // config.h
   const bool uncompressed = error.empty() && writer && d.may_store_uncompressed && keep_spool_uncompressed(d);
   std::uint64_t pos = 0;
   bool streamed = false;

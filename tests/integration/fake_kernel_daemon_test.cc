@@ -532,6 +532,34 @@ TEST_F(FakeKernelDaemon, SpoolThroughThePageCacheStoresTheSameCores) {
   EXPECT_EQ(verify_problems(), "");
 }
 
+// compress_while_streaming: with it, a compressible core that stalls mid-stream is compressed up to
+// there before its end (the compressor follows the spool); without it, nothing is compressed until
+// the stream has ended. Either way the stored core is exact.
+TEST_F(FakeKernelDaemon, CompressWhileStreamingDecidesWhenCompressionStarts) {
+  std::vector<std::byte> core(40 * kMebi);
+  fill_text(core, 0, core.size());
+  for (const bool beside : {true, false}) {
+    SCOPED_TRACE(beside ? "compress_while_streaming" : "after the stream");
+    start(beside ? R"({"compress_while_streaming": true})" : R"({"compress_while_streaming": false})");
+    auto o = options();
+    o.core = fk::CoreSource::from_buffer(core);
+    o.hook_stream_offset = 24 * kMebi;
+    o.stalls = {fk::Stall{fk::Point::StreamOffset, std::chrono::milliseconds(1500)}};
+    const auto res = fk::run(o);
+    ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+    const auto r = only_record();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+    EXPECT_EQ(r->compression, "zstd");
+    const auto early = r->extra.value("compressed_while_streaming", std::uint64_t{0});
+    if (beside)
+      EXPECT_GE(early, 8 * kMebi) << "1.5 s of stall with 24 MiB in the spool";
+    else
+      EXPECT_EQ(early, 0u);
+    EXPECT_TRUE(stored_core(*r) == core);
+  }
+}
+
 // A core zstd cannot shrink (random bytes past its head) is kept as the drain spooled it: no
 // compression, a raw "<id>.core" file that is the exact core. One that compresses (the same size of
 // repetitive text) is stored as zstd.

@@ -109,10 +109,12 @@ TEST(ShippedConfig, LeavesOmittedSettingsAlone) {
   Config base;
   base.test_collector_delay = milliseconds(42);  // "testing" is commented out in the shipped file
   base.compression_jobs = 63;                    // commented out: its default depends on the CPUs
+  base.compress_while_streaming = !base.compress_while_streaming;  // likewise
   base.allow_unverified_peers = true;            // command line only
   const Config got = load_config_file(SHIPPED_CONFIG, base);
   EXPECT_EQ(got.test_collector_delay, milliseconds(42));
   EXPECT_EQ(got.compression_jobs, 63);
+  EXPECT_EQ(got.compress_while_streaming, base.compress_while_streaming);
   EXPECT_TRUE(got.allow_unverified_peers);
 }
 

@@ -51,6 +51,13 @@ TEST(Config, EveryGlobalKeyIsRead) {
   EXPECT_EQ(c.test_collector_delay.count(), 7);
 }
 
+// Its default depends on the CPUs (config.h), so both values are read explicitly.
+TEST(Config, CompressWhileStreamingIsReadEitherWay) {
+  EXPECT_TRUE(parse(R"({"compress_while_streaming": true})").compress_while_streaming);
+  EXPECT_FALSE(parse(R"({"compress_while_streaming": false})").compress_while_streaming);
+  EXPECT_EQ(Config{}.compress_while_streaming, default_parallelism() >= 4);
+}
+
 TEST(Config, PolicyKeysAndRulesInheritDefaults) {
   const Config c = parse(R"({
     "rules": [
@@ -84,6 +91,7 @@ TEST(Config, ErrorsNameFileKeyAndReason) {
       {R"({"handshake_timeout_ms": 0})", "handshake_timeout_ms: value 0 out of range"},
       {R"({"compression": {"lvl": 3}})", "compression.lvl: unknown key"},
       {R"({"compression": {"core_tables": 1}})", "compression.core_tables: expected true or false, got number"},
+      {R"({"compress_while_streaming": "auto"})", "compress_while_streaming: expected true or false, got string"},
       {R"({"close_files_bit": 3})", "close_files_bit: must be a single bit"},
       {R"({"close_files_bit": 16})", "close_files_bit: collides"},
       {R"({"defaults": {"action": "keep"}})", "defaults.action: expected \"store\""},
