@@ -273,7 +273,7 @@ class DrainSink {
 // its zstd workers, which inherit that when they are created. Leaving SCHED_IDLE needs
 // CAP_SYS_NICE (the unit grants it); without it the compressor stays idle-class, which on an
 // otherwise idle machine is as fast.
-void compress_while_streaming() {
+void enter_idle_class() {
   sched_param idle{};
   ::sched_setscheduler(0, SCHED_IDLE, &idle);  // 0: the calling thread
 }
@@ -349,7 +349,7 @@ void compress(const std::shared_ptr<InFlight>& dp) {
     }
   }
   // Only now idle-class: vacuuming above holds the index's write lock, which sessions wait for.
-  compress_while_streaming();
+  enter_idle_class();
   if (d.spool && !d.job.config->compress_while_streaming) d.spool->wait_beyond(UINT64_MAX);  // config.h
   const bool uncompressed = error.empty() && writer && d.may_store_uncompressed && keep_spool_uncompressed(d);
   std::uint64_t pos = 0;
