@@ -332,11 +332,14 @@ class Server:
             self.proc.kill()
             return self.proc.wait(timeout=SERVER_STOP_S)
 
+    # Fields of /proc/PID/stat (after the comm) that cpu_seconds() adds up: utime, stime.
+    CPU_FIELDS = slice(11, 13)
+
     def cpu_seconds(self):
-        """utime + stime of the whole process (all threads, also exited ones), in seconds."""
+        """CPU_FIELDS of the server process (utime + stime: all threads, also exited ones), in seconds."""
         with open(f"/proc/{self.proc.pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return sum(int(x) for x in fields[self.CPU_FIELDS]) / os.sysconf("SC_CLK_TCK")
 
     def vm_hwm_kib(self):
         """Peak resident set size so far (VmHWM), KiB."""
@@ -532,11 +535,8 @@ class SystemdCoredump(Server):
         while self.alive() and self._instances() and time.monotonic() < deadline:
             time.sleep(POLL_S)
 
-    def cpu_seconds(self):
-        """CPU time of systemd-socket-activate and its reaped children (utime, stime, cutime, cstime)."""
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    # systemd-socket-activate and the instances it reaped: utime, stime, cutime, cstime.
+    CPU_FIELDS = slice(11, 15)
 
     def vm_hwm_kib(self):
         return None  # the work is done in short-lived instances
