@@ -334,12 +334,21 @@ class Server:
 
     # Fields of /proc/PID/stat (after the comm) that cpu_seconds() adds up: utime, stime.
     CPU_FIELDS = slice(11, 13)
+    # ... and that minor_faults() adds up: minflt.
+    FAULT_FIELDS = slice(7, 8)
 
     def cpu_seconds(self):
         """CPU_FIELDS of the server process (utime + stime: all threads, also exited ones), in seconds."""
         with open(f"/proc/{self.proc.pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return sum(int(x) for x in fields[self.CPU_FIELDS]) / os.sysconf("SC_CLK_TCK")
+
+    def minor_faults(self):
+        """FAULT_FIELDS of the server process (minor page faults: all threads, also exited ones). On
+        this VM each is a host fault when the page was given back to the host: they cost CPU."""
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return sum(int(x) for x in fields[self.FAULT_FIELDS])
 
     def vm_hwm_kib(self):
         """Peak resident set size so far (VmHWM), KiB."""
@@ -537,6 +546,7 @@ class SystemdCoredump(Server):
 
     # systemd-socket-activate and the instances it reaped: utime, stime, cutime, cstime.
     CPU_FIELDS = slice(11, 15)
+    FAULT_FIELDS = slice(7, 9)  # minflt, cminflt
 
     def vm_hwm_kib(self):
         return None  # the work is done in short-lived instances
@@ -683,11 +693,14 @@ def run_crash(server, scenario, args, pattern, stderr):
     t1 = time.monotonic()
     pattern.set(server)
     cpu0 = server.cpu_seconds() if server.alive() else None
+    faults0 = server.minor_faults() if server.alive() else None
     crashers = [Crasher(scenario.argv(args), stderr) for _ in range(scenario.count)]
     facts, missing = wait_crashers(crashers, server, (ready_t, release_t, stored_t))
     server.settle()
     cpu1 = server.cpu_seconds() if server.alive() and cpu0 is not None else None
+    faults1 = server.minor_faults() if server.alive() and faults0 is not None else None
     m = assemble(server, crashers, facts, missing, cpu0, cpu1)
+    m["minor_faults"] = faults1 - faults0 if faults1 is not None else None
     readies = [c.ready_ns / 1e9 for c in crashers if c.ready_ns]
     m.update(loadavg1_before=load, pretouch_s=t1 - t0, seconds=time.monotonic() - t0,
              prepare_s=max(readies) - t1 if readies else None)

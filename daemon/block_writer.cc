@@ -11,9 +11,11 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
+#include "daemon/arena_pool.h"
 #include "daemon/core_writer.h"
 
 namespace coredumpd {
@@ -59,8 +61,17 @@ bool aligned(const std::vector<iovec>& iov, std::uint64_t at) {
 
 }  // namespace
 
-HugeRegion::HugeRegion(std::size_t bytes) {
+AnonRegion::AnonRegion(std::size_t bytes, PageSize pages) : pages_(pages) {
   if (bytes == 0) return;
+  constexpr std::size_t kPage = 4096;
+  if (pages == PageSize::Small) {
+    size_ = (bytes + kPage - 1) / kPage * kPage;
+    void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<std::byte*>(p);
+    ::madvise(data_, size_, MADV_NOHUGEPAGE);  // best effort: refused only by kernels without THP
+    return;
+  }
   size_ = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   // Map one huge page more and cut the ends off, so the region starts on a huge page boundary.
   void* raw = ::mmap(nullptr, size_ + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -75,21 +86,27 @@ HugeRegion::HugeRegion(std::size_t bytes) {
   ::madvise(data_, size_, MADV_HUGEPAGE);
 }
 
-HugeRegion::~HugeRegion() { reset(); }
+AnonRegion::~AnonRegion() { reset(); }
 
-HugeRegion::HugeRegion(HugeRegion&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+AnonRegion::AnonRegion(AnonRegion&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)), pages_(other.pages_) {}
 
-HugeRegion& HugeRegion::operator=(HugeRegion&& other) noexcept {
+AnonRegion& AnonRegion::operator=(AnonRegion&& other) noexcept {
   if (this != &other) {
     reset();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    pages_ = other.pages_;
   }
   return *this;
 }
 
-void HugeRegion::reset() noexcept {
+void AnonRegion::prefault() {
+  // volatile: the stores must happen although the bytes stay zero.
+  for (std::size_t i = 0; i < size_; i += 4096) static_cast<volatile std::byte*>(data_)[i] = std::byte{0};
+}
+
+void AnonRegion::reset() noexcept {
   if (data_ != nullptr) ::munmap(data_, size_);
   data_ = nullptr;
   size_ = 0;
@@ -111,10 +128,11 @@ bool all_zero(std::span<const std::byte> bytes) {
 BlockWriter::BlockWriter(int fd, std::size_t block_bytes, std::size_t depth, Options options)
     : fd_(fd), block_bytes_(block_bytes), depth_(depth), options_(std::move(options)) {
   // depth + 1 queued or being written (the writer thread takes up to kMaxBatch at once) + the one
-  // being filled, in one region of transparent huge pages: a block is then physically contiguous,
-  // one segment of the disk request instead of 256, so an O_DIRECT write is fewer requests (and
-  // pins fewer pages). The region is unmapped by arena_'s destructor, also if this throws.
-  arena_ = HugeRegion((depth_ + 2) * block_bytes_);
+  // being filled, in one region: from the pool (arena_pool.h), else of our own on small pages. The
+  // region is unmapped by arena_'s destructor if this throws.
+  const std::size_t need = (depth_ + 2) * block_bytes_;
+  arena_ = options_.memory ? options_.memory->acquire() : AnonRegion(need, PageSize::Small);
+  if (arena_.size() < need) throw std::invalid_argument("BlockWriter: the pool's regions hold fewer than depth + 2 blocks");
   blocks_.reserve(depth_ + 2);
   free_.reserve(depth_ + 2);
   for (std::size_t i = 0; i < depth_ + 2; ++i) {
@@ -135,6 +153,7 @@ BlockWriter::~BlockWriter() {
     cv_.notify_all();
   }
   thread_.join();
+  if (options_.memory) options_.memory->give_back(std::move(arena_));
 }
 
 void BlockWriter::throw_if_failed() const {

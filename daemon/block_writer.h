@@ -21,25 +21,38 @@ namespace coredumpd {
 /// True if every byte of `bytes` is zero (word-wise: ~10 GB/s).
 bool all_zero(std::span<const std::byte> bytes);
 
-/// Anonymous memory of at least `bytes` (rounded up to 2 MiB), 2 MiB-aligned, advised
-/// MADV_HUGEPAGE: transparent huge pages where the kernel has them (THP "always" or "madvise"),
-/// so each 1 MiB block in it is physically contiguous. Zero-filled. Throws std::bad_alloc.
-class HugeRegion {
+/// How an AnonRegion is backed.
+enum class PageSize {
+  Small,  ///< 4 KiB pages (MADV_NOHUGEPAGE, also under THP "always")
+  Huge,   ///< transparent huge pages where the kernel has them (MADV_HUGEPAGE; "always" or "madvise")
+};
+
+/// Anonymous memory of at least `bytes`, zero-filled until written. PageSize::Huge rounds it up to
+/// whole 2 MiB pages and aligns it on one, so each 1 MiB block in it is physically contiguous (one
+/// segment of a disk request instead of 256); PageSize::Small rounds it up to 4 KiB. Throws
+/// std::bad_alloc.
+class AnonRegion {
  public:
-  HugeRegion() = default;
-  explicit HugeRegion(std::size_t bytes);
-  ~HugeRegion();
-  HugeRegion(HugeRegion&& other) noexcept;
-  HugeRegion& operator=(HugeRegion&& other) noexcept;
+  AnonRegion() = default;
+  AnonRegion(std::size_t bytes, PageSize pages);
+  ~AnonRegion();
+  AnonRegion(AnonRegion&& other) noexcept;
+  AnonRegion& operator=(AnonRegion&& other) noexcept;
+  /// Writes one byte per 4 KiB page, so that no later access faults. Call before handing it out.
+  void prefault();
   /// Unmaps it (empty afterwards).
   void reset() noexcept;
   std::byte* data() const { return data_; }
   std::size_t size() const { return size_; }
+  PageSize pages() const { return pages_; }
 
  private:
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
+  PageSize pages_ = PageSize::Small;
 };
+
+class ArenaPool;
 
 /// Appends blocks to `fd` (opened by the caller, possibly O_DIRECT) from a writer thread, at most
 /// `depth` blocks queued, at file offsets counted from 0 (pwrite: the fd's offset is not used).
@@ -59,12 +72,17 @@ class BlockWriter {
     /// this descriptor (opened without O_DIRECT: into the page cache, which does not wait for the
     /// disk) instead of waiting; the writer thread then only counts it, in order. -1: wait.
     int overflow_fd = -1;
+    /// Where the blocks' memory comes from, and goes back to when the writer is destroyed; its
+    /// regions must hold depth + 2 blocks. nullptr: a region of the writer's own, on small pages.
+    ArenaPool* memory = nullptr;
   };
 
-  /// Throws std::bad_alloc, std::system_error (thread creation).
+  /// Throws std::bad_alloc, std::system_error (thread creation), std::invalid_argument (a pool's
+  /// regions too small for depth + 2 blocks).
   BlockWriter(int fd, std::size_t block_bytes, std::size_t depth) : BlockWriter(fd, block_bytes, depth, Options{}) {}
   BlockWriter(int fd, std::size_t block_bytes, std::size_t depth, Options options);
   /// Waits for queued writes and stops the thread; errors are dropped (call finish() to see them).
+  /// The blocks' memory goes back to Options::memory.
   ~BlockWriter();
   BlockWriter(const BlockWriter&) = delete;
   BlockWriter& operator=(const BlockWriter&) = delete;
@@ -113,7 +131,7 @@ class BlockWriter {
   const std::size_t depth_;
   const Options options_;
   std::uint64_t offset_ = 0;         // writer thread only: where the next job lands
-  HugeRegion arena_;                // the blocks' memory
+  AnonRegion arena_;                // the blocks' memory
   std::vector<std::byte*> blocks_;  // all of them, in arena_
   std::byte* current_;
   mutable std::mutex mu_;

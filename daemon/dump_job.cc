@@ -518,7 +518,7 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
 
   d.forwarding = static_cast<bool>(d.job.forward_socket);
   try {
-    d.spool = std::make_unique<Spool>(ctx.store_dirfd, d.job.config->spool_direct_io);
+    d.spool = std::make_unique<Spool>(ctx.store_dirfd, d.job.config->spool_direct_io, &ctx.spool_memory);
   } catch (const std::exception& e) {  // StoreError; bad_alloc or system_error (its writer thread)
     d.spool_error = std::string("spool: ") + e.what();
   }

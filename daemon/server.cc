@@ -22,6 +22,7 @@
 
 #include "daemon/config_files.h"
 #include "daemon/session.h"
+#include "daemon/spool.h"
 
 namespace coredumpd {
 
@@ -30,6 +31,11 @@ using boost::system::error_code;
 using local = asio::local::stream_protocol;
 
 namespace {
+
+// Spool block regions kept warm between dumps (arena_pool.h): one dump at a time is the common
+// case, and a spool gives its blocks back when its stream ends, so two cover a crash that comes
+// while the last one's stream is still draining. 12 MiB of resident memory.
+constexpr std::size_t kWarmSpools = 2;
 
 std::string read_boot_id() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -106,6 +112,7 @@ UniqueFd open_store_dir(const std::string& path) {
 Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
     : config_(std::move(config)),
       options_(std::move(options)),
+      spool_memory_(Spool::kArenaBytes, kWarmSpools),
       collectors_(static_cast<std::size_t>(config_->collector_threads)),
       dumps_(static_cast<std::size_t>(config_->dump_workers)),
       compressors_(static_cast<std::size_t>(config_->compression_jobs)),
@@ -118,7 +125,8 @@ Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
   if (int n = index_->mark_in_progress_interrupted("coredumpd stopped while this dump was in progress"))
     spdlog::warn("{} dump(s) were interrupted by an earlier stop; marked interrupted", n);
   remove_partial_files(store_dir_.get());
-  ctx_ = std::make_unique<ServerContext>(io_, collectors_, dumps_, compressors_, *index_, store_dir_.get(), read_boot_id(), stats_,
+  ctx_ = std::make_unique<ServerContext>(io_, collectors_, dumps_, compressors_, spool_memory_, *index_, store_dir_.get(),
+                                         read_boot_id(), stats_,
                                          config_);
   ctx_->host_namespaces = read_host_namespaces();
 
@@ -147,6 +155,14 @@ Server::~Server() {
 int Server::run() {
   // This thread accepts and acks: ahead of dump streams and compression (see kHandshakeNice).
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kHandshakeNice);
+  // Off the accept thread: touching huge pages can take a cold VM tens of milliseconds.
+  boost::asio::post(compressors_, [this] {
+    try {
+      spool_memory_.prewarm();
+    } catch (const std::bad_alloc&) {
+      spdlog::warn("no memory to keep spool blocks warm; each dump maps its own");
+    }
+  });
   accept_next();
   wait_signals();
   if (sd_watchdog_enabled(0, &watchdog_usec_) > 0) watchdog_tick();

@@ -49,6 +49,7 @@ class Server {
 
   std::shared_ptr<const Config> config_;
   ServerOptions options_;
+  ArenaPool spool_memory_;  // before the pools: destroyed after their threads have stopped
   boost::asio::io_context io_;
   boost::asio::thread_pool collectors_;
   boost::asio::thread_pool dumps_;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "daemon/arena_pool.h"
 #include "daemon/config.h"
 #include "daemon/rate_limiter.h"
 #include "daemon/stats.h"
@@ -21,15 +22,16 @@ namespace coredumpd {
 /// Shared state of a running server. Owned by Server; sessions hold a reference.
 struct ServerContext {
   ServerContext(boost::asio::io_context& io_, boost::asio::thread_pool& collectors_, boost::asio::thread_pool& dumps_,
-                boost::asio::thread_pool& compressors_, Index& index_, int store_dirfd_, std::string boot_id_, Stats& stats_,
-                std::shared_ptr<const Config> config)
-      : io(io_), collectors(collectors_), dumps(dumps_), compressors(compressors_), index(index_), store_dirfd(store_dirfd_),
-        boot_id(std::move(boot_id_)), stats(stats_), config_(std::move(config)) {}
+                boost::asio::thread_pool& compressors_, ArenaPool& spool_memory_, Index& index_, int store_dirfd_,
+                std::string boot_id_, Stats& stats_, std::shared_ptr<const Config> config)
+      : io(io_), collectors(collectors_), dumps(dumps_), compressors(compressors_), spool_memory(spool_memory_), index(index_),
+        store_dirfd(store_dirfd_), boot_id(std::move(boot_id_)), stats(stats_), config_(std::move(config)) {}
 
   boost::asio::io_context& io;       ///< accept loop and handshakes; never blocks
   boost::asio::thread_pool& collectors;  ///< /proc reads during handshakes (blocking, bounded)
   boost::asio::thread_pool& dumps;   ///< draining core streams into spools (blocking reads)
   boost::asio::thread_pool& compressors;  ///< compressing spools into the store (CPU, lower priority)
+  ArenaPool& spool_memory;           ///< the spools' blocks, kept warm between dumps
   Index& index;
   int store_dirfd;                   ///< the store directory, opened O_DIRECTORY|O_NOFOLLOW
   std::string boot_id;

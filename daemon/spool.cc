@@ -40,7 +40,7 @@ bool clear_direct(int fd) {
 
 void Spool::AlignedFree::operator()(std::byte* p) const { ::operator delete[](p, kAlign); }
 
-Spool::Spool(int store_dirfd, bool direct_io) {
+Spool::Spool(int store_dirfd, bool direct_io, ArenaPool* memory) {
   fd_.reset(::openat(store_dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
   if (!fd_) fail("create spool file");
   if (direct_io) set_direct(fd_.get());
@@ -58,6 +58,7 @@ Spool::Spool(int store_dirfd, bool direct_io) {
   if (direct_io) overflow_fd_.reset(::open(self.c_str(), O_WRONLY | O_CLOEXEC));
   options.overflow_fd = overflow_fd_.get();
   options.on_written = [this](std::uint64_t end) { publish(end); };
+  options.memory = memory;
   writer_ = std::make_unique<BlockWriter>(fd_.get(), kBlockBytes, kQueuedBlocks, std::move(options));
 }
 
@@ -117,6 +118,12 @@ void Spool::publish(std::uint64_t end) {
 }
 
 void Spool::close_input() {
+  // Nothing is written any more (flush() waited for it): the blocks can serve the next dump while
+  // this one is compressed.
+  if (writer_) {
+    overflowed_ = writer_->overflowed();
+    writer_.reset();
+  }
   std::lock_guard lock(mu_);
   closed_ = true;
   cv_.notify_one();  // under the lock: the reader may destroy the Spool as soon as it wakes
@@ -195,7 +202,7 @@ bool Spool::closed() const {
   return closed_;
 }
 
-std::uint64_t Spool::overflowed_blocks() const { return writer_->overflowed(); }
+std::uint64_t Spool::overflowed_blocks() const { return writer_ ? writer_->overflowed() : overflowed_; }
 
 std::uint64_t Spool::size() const {
   std::lock_guard lock(mu_);

@@ -29,19 +29,22 @@
 namespace coredumpd {
 
 /// One core's spool. Thread-safe for one writer (the drain) and one reader (the compressor).
-/// Memory: kQueuedBlocks + 2 blocks of kBlockBytes rounded up to whole 2 MiB (huge) pages, plus
-/// a read buffer of one block, allocated when it is created.
+/// Memory: kArenaBytes for the blocks, from an ArenaPool (arena_pool.h) and given back to it when
+/// the input is closed, plus a read buffer of one block, allocated when it is created.
 class Spool {
  public:
   /// Size of a block (bytes): the unit of the drain's reads, the disk writes and the reader's reads.
   static constexpr std::size_t kBlockBytes = 1 << 20;
   /// Blocks queued to the writer thread before the drain waits for the disk.
   static constexpr std::size_t kQueuedBlocks = 3;
+  /// Memory the blocks take (bytes): kQueuedBlocks queued, one being written, one being filled.
+  static constexpr std::size_t kArenaBytes = (kQueuedBlocks + 2) * kBlockBytes;
 
   /// Creates an unnamed (O_TMPFILE) file in `store_dirfd`, with O_DIRECT where the filesystem
-  /// takes it unless `direct_io` is false (config spool_direct_io), and its writer thread. Throws
-  /// StoreError (core_writer.h), std::bad_alloc, std::system_error.
-  explicit Spool(int store_dirfd, bool direct_io = true);
+  /// takes it unless `direct_io` is false (config spool_direct_io), and its writer thread, with
+  /// its blocks from `memory` (regions of at least kArenaBytes; nullptr: small pages of its own).
+  /// Throws StoreError (core_writer.h), std::bad_alloc, std::system_error.
+  explicit Spool(int store_dirfd, bool direct_io = true, ArenaPool* memory = nullptr);
   ~Spool();
   Spool(const Spool&) = delete;
   Spool& operator=(const Spool&) = delete;
@@ -63,7 +66,8 @@ class Spool {
   /// Queues the last, partial block and waits until everything is on the file (at most
   /// kQueuedBlocks + 2 blocks: milliseconds). Throws StoreError naming the first failed write.
   void flush();
-  /// No more bytes will come (call after flush()). Wakes the reader.
+  /// No more bytes will come (call after flush()). Stops the writer thread, whose blocks go back
+  /// to their pool, and wakes the reader.
   void close_input();
 
   // ---- compressor side ----
@@ -114,6 +118,7 @@ class Spool {
   std::uint64_t wanted_ = UINT64_MAX;  // guarded by mu_: the waiting reader's pos, wait_beyond()
   std::size_t fill_ = 0;         // drain thread only: bytes in the current block
   std::uint64_t released_ = 0;   // compressor thread only
+  std::uint64_t overflowed_ = 0;  // the writer's count, kept by close_input()
   std::unique_ptr<BlockWriter> writer_;  // declared last: its thread stops first
 };
 

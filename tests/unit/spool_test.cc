@@ -354,38 +354,6 @@ TEST_F(SpoolTest, BlockWriterOverflowLeavesZeroRunsAsHoles) {
   ::close(overflow);
 }
 
-// The blocks' memory: 2 MiB-aligned, whole huge pages, zero-filled, movable, and advised for
-// transparent huge pages (shown by the VmFlags "hg" of its mapping in /proc/self/smaps).
-TEST(HugeRegion, IsAlignedZeroedAndAdvisedForHugePages) {
-  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage"))
-    GTEST_SKIP() << "kernel without transparent huge pages: MADV_HUGEPAGE is refused (and ignored)";
-  HugeRegion region(5 << 20);
-  ASSERT_NE(region.data(), nullptr);
-  EXPECT_EQ(region.size(), 6u << 20) << "rounded up to whole 2 MiB pages";
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(region.data()) % (2 << 20), 0u);
-  EXPECT_TRUE(all_zero(std::span(region.data(), region.size())));
-  std::memset(region.data(), 0xab, region.size());  // all of it is ours to write
-  std::ifstream smaps("/proc/self/smaps");
-  char start[32];
-  std::snprintf(start, sizeof start, "%lx-", static_cast<unsigned long>(reinterpret_cast<std::uintptr_t>(region.data())));
-  bool in_region = false, advised = false;
-  for (std::string line; std::getline(smaps, line);) {
-    if (line.rfind(start, 0) == 0) in_region = true;
-    else if (in_region && line.rfind("VmFlags:", 0) == 0) {
-      advised = line.find(" hg") != std::string::npos;
-      break;
-    }
-  }
-  EXPECT_TRUE(in_region) << "a mapping of its own starts at the region";
-  EXPECT_TRUE(advised) << "MADV_HUGEPAGE";
-  HugeRegion moved = std::move(region);
-  EXPECT_EQ(region.data(), nullptr);
-  EXPECT_EQ(moved.size(), 6u << 20);
-  moved.reset();
-  EXPECT_EQ(moved.data(), nullptr);
-  EXPECT_EQ(HugeRegion(0).data(), nullptr);
-}
-
 // Whole blocks queued one after the other leave in one write (the writer thread is held after the
 // first, so the next four queue up): progress is reported once for the four, the zero run among
 // them is still a hole, and the file holds every byte in place.
