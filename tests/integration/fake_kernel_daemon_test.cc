@@ -17,6 +17,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <cerrno>
 #include <cstring>
 #include <thread>
 
@@ -966,7 +967,11 @@ TEST_F(FakeKernelDaemon, RawCoreFillingTheStoreToTheLastPageLeavesAConsistentSto
     EXPECT_TRUE(stored_core(r) == core);
   } else {  // failed, with the reason, and nothing left behind
     EXPECT_EQ(r.state, DumpState::Failed) << r.reason;
-    EXPECT_NE(r.reason.find("index"), std::string::npos) << r.reason;
+    // Either the index could not record the linked core, or the spool met the full disk first:
+    // under load the index's own writes (its WAL) can take the last pages before the core's end.
+    const bool index_full = r.reason.find("index") != std::string::npos;
+    const bool spool_full = r.reason.find(std::strerror(ENOSPC)) != std::string::npos;
+    EXPECT_TRUE(index_full || spool_full) << r.reason;
     EXPECT_TRUE(r.path.empty());
     EXPECT_EQ(store_files(), std::vector<std::string>{}) << "the unrecorded core must not stay";
   }
