@@ -10,10 +10,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <vector>
 #include <span>
 #include <string>
+#include <thread>
 
 #include "daemon/arena_pool.h"
 #include "daemon/block_writer.h"
@@ -190,4 +193,38 @@ TEST(ArenaPool, ASpoolGivesItsBlocksBackWhenItsInputIsClosed) {
   }
   ::close(dirfd);
   std::filesystem::remove_all(dir_template);
+}
+
+// Dumps come and go on many threads at once: every region handed out is its own (no two threads
+// ever hold the same memory), and afterwards the pool keeps no more than `keep`. Run under TSan
+// too (scripts/tsan.sh).
+TEST(ArenaPool, ConcurrentAcquireAndGiveBackNeverShareARegion) {
+  constexpr std::size_t kThreads = 8, kRounds = 200;
+  ArenaPool pool(64 * 1024, 3);
+  std::thread warm([&] { pool.prewarm(); });
+  std::mutex mu;
+  std::set<const std::byte*> held;
+  bool shared = false;
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (std::size_t i = 0; i < kRounds; ++i) {
+        AnonRegion r = pool.acquire();
+        {
+          std::lock_guard lock(mu);
+          shared |= !held.insert(r.data()).second;
+        }
+        r.data()[0] = static_cast<std::byte>(t);  // ours alone to write
+        {
+          std::lock_guard lock(mu);
+          held.erase(r.data());
+        }
+        pool.give_back(std::move(r));
+      }
+    });
+  for (auto& th : threads) th.join();
+  warm.join();
+  EXPECT_FALSE(shared) << "a region was handed to two holders at once";
+  EXPECT_LE(pool.idle(), 3u);
+  EXPECT_GE(pool.idle(), 1u) << "given back regions are kept";
 }
