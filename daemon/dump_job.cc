@@ -1,5 +1,6 @@
 #include "daemon/dump_job.h"
 
+#include <malloc.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -422,6 +423,9 @@ void compress(const std::shared_ptr<InFlight>& dp) {
   d.spool.reset();
   finalize(d, stored, error);
   if (!d.forwarded) apply_retention(d.ctx, *d.job.config, d.job.record.id);  // quotas, now counting this dump
+  // The last dump of a burst gives the arenas' free pages back (main.cc). Not after each one: the
+  // dumps still running would fault the trimmed pages in again.
+  if (d.ctx.dumps_in_flight.load() == 0) ::malloc_trim(0);
 }
 
 void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_error) {
