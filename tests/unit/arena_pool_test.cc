@@ -30,30 +30,30 @@ constexpr std::size_t kMiB = 1 << 20;
 
 bool have_thp() { return std::filesystem::exists("/sys/kernel/mm/transparent_hugepage"); }
 
-// The VmFlags line of the mapping that starts at `p` in /proc/self/smaps; nullopt if none starts there.
-std::optional<std::string> vm_flags(const void* p) {
+// The line starting with `key` of the mapping that starts at `p` in /proc/self/smaps; nullopt if
+// no mapping starts there.
+std::optional<std::string> smaps_line(const void* p, const std::string& key) {
   std::ifstream smaps("/proc/self/smaps");
   char start[32];
   std::snprintf(start, sizeof start, "%lx-", static_cast<unsigned long>(reinterpret_cast<std::uintptr_t>(p)));
   bool in_region = false;
   for (std::string line; std::getline(smaps, line);) {
     if (line.rfind(start, 0) == 0) in_region = true;
-    else if (in_region && line.rfind("VmFlags:", 0) == 0) return line + " ";
+    else if (in_region && line.rfind(key, 0) == 0) return line;
   }
   return std::nullopt;
 }
 
+// The VmFlags line of the mapping that starts at `p`, with a trailing space (" hg " finds a flag).
+std::optional<std::string> vm_flags(const void* p) {
+  auto line = smaps_line(p, "VmFlags:");
+  return line ? std::optional(*line + " ") : std::nullopt;
+}
+
 // Resident bytes of the mapping that starts at `p` (smaps "Rss:"); -1 if none starts there.
 long long resident_bytes(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  char start[32];
-  std::snprintf(start, sizeof start, "%lx-", static_cast<unsigned long>(reinterpret_cast<std::uintptr_t>(p)));
-  bool in_region = false;
-  for (std::string line; std::getline(smaps, line);) {
-    if (line.rfind(start, 0) == 0) in_region = true;
-    else if (in_region && line.rfind("Rss:", 0) == 0) return std::stoll(line.substr(4)) * 1024;
-  }
-  return -1;
+  const auto line = smaps_line(p, "Rss:");
+  return line ? std::stoll(line->substr(4)) * 1024 : -1;
 }
 
 }  // namespace
