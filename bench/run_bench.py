@@ -43,6 +43,7 @@ LOCK_WAIT_S = 300          # the tests wait as long for the same lock
 SERVER_START_S = 15        # socket must be listening by then
 SERVER_STOP_S = 20         # SIGTERM, then SIGKILL
 POLL_S = 0.005             # index / log polling period while waiting for "stored"
+SETTLE_S = 0.1            # coredumpd's work after a dump's row is complete (Coredumpd.settle)
 PRETOUCH_EXTRA_MIB = 256   # pre-touch 2N + this before every timed crash
 SERVERS = ("coredumpd", "raw-drain", "raw-write", "systemd-coredump")
 DEFAULT_SERVERS = ("coredumpd", "raw-drain", "systemd-coredump")  # raw-write on request (--servers)
@@ -352,9 +353,17 @@ class Server:
 
     def vm_hwm_kib(self):
         """Peak resident set size so far (VmHWM), KiB."""
+        return self._status_kib("VmHWM:")
+
+    def vm_rss_kib(self):
+        """Resident set size now (VmRSS), KiB: what the server keeps once its dumps are done."""
+        return self._status_kib("VmRSS:")
+
+    def _status_kib(self, field):
+        """A KiB field of the server's /proc/<pid>/status, or None."""
         with open(f"/proc/{self.proc.pid}/status") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field):
                     return int(line.split()[1])
         return None
 
@@ -427,6 +436,12 @@ class Coredumpd(Server):
     def stored_file(self, facts):
         path = facts["server"].get("path")
         return os.path.join(self.store, path) if path else None
+
+    def settle(self):
+        """A row is complete before the dump's last steps (retention; after the last dump of a burst,
+        malloc_trim(): daemon/dump_job.cc): they get SETTLE_S, so that the CPU time counts them and
+        the RSS read next is what the daemon keeps while idle."""
+        time.sleep(SETTLE_S)
 
     def stop(self):
         if self.db is not None:
@@ -550,6 +565,12 @@ class SystemdCoredump(Server):
 
     def vm_hwm_kib(self):
         return None  # the work is done in short-lived instances
+
+    def vm_rss_kib(self):
+        return None
+
+    def vm_rss_kib(self):
+        return None
 
     def poll_stored(self, pids):
         now = mono_ns()
@@ -701,6 +722,7 @@ def run_crash(server, scenario, args, pattern, stderr):
     faults1 = server.minor_faults() if server.alive() and faults0 is not None else None
     m = assemble(server, crashers, facts, missing, cpu0, cpu1)
     m["minor_faults"] = faults1 - faults0 if faults1 is not None else None
+    m["vm_rss_after_kib"] = server.vm_rss_kib() if server.alive() else None
     readies = [c.ready_ns / 1e9 for c in crashers if c.ready_ns]
     m.update(loadavg1_before=load, pretouch_s=t1 - t0, seconds=time.monotonic() - t0,
              prepare_s=max(readies) - t1 if readies else None)
@@ -912,11 +934,13 @@ def summarize(result, servers):
         core = median_or_none(per_crash(ms_, s, "core_bytes"))
         stored = median_or_none(per_crash(ms_, s, "stored_bytes"))
         hwm = [v for v in per_run(ms_, s, "vm_hwm_kib") if v is not None]
+        after = [v for v in per_run(ms_, s, "vm_rss_after_kib") if v is not None]
         out[s] = {
             "release_ms": median_or_none(per_crash(ms_, s, "release_ms")),
             "stored_ms": median_or_none(per_crash(ms_, s, "stored_ms")),
             "cpu_s": median_or_none(per_run(ms_, s, "cpu_s")),
             "peak_rss_mib": max(hwm) / 1024 if hwm else None,
+            "rss_after_mib": max(after) / 1024 if after else None,
             "handshake_ms": median_or_none(per_crash(ms_, s, "handshake_ms")),
             "core_mib": core / 2**20 if core else None,
             "stored_mib": stored / 2**20 if stored is not None else None,
@@ -1116,6 +1140,8 @@ def report(env, results, servers, skipped, notes):
     parts.append(metric_table("Server CPU time per run (s, utime+stime)", "cpu_s", results, servers, 2))
     parts.append(metric_table("Server peak RSS (MiB, VmHWM, max over the scenario)", "peak_rss_mib", results,
                               servers))
+    parts.append(metric_table("Server RSS once the dumps are stored (MiB, VmRSS, max over the scenario)",
+                              "rss_after_mib", results, servers))
     parts.append(handshake_table(results, servers))
     parts.append(size_table(results, servers))
     parts.append(systemd_table(results, servers))
