@@ -148,6 +148,7 @@ void Session::discard_request_tail(std::uint32_t discard) {
 }
 
 void Session::on_request() {
+  record_.extra["handshake_steps_us"]["request"] = elapsed_us(accepted_at_);
   record_.extra["request"] = {{"size", req_.size}, {"size_ack", req_.size_ack}, {"mask", req_.mask},
                               {"memory_types", req_.memory_types}, {"memory_types_mask", req_.memory_types_mask}};
   collect();
@@ -183,6 +184,9 @@ void Session::collect() {
   const int pidfd = peer_.pidfd.get();  // owned by peer_, which lives as long as `self`
   const auto pid = static_cast<pid_t>(record_.pid);
   asio::post(ctx_.collectors, [self = shared_from_this(), limits, pidfd, pid] {
+    // Where a slow handshake spent its time: waiting for a collector thread, reading /proc, or
+    // waiting for the io thread again (handshake_steps_us, microseconds since accept).
+    const auto collect_start = elapsed_us(self->accepted_at_);
     raise_priority_once();
     HandshakeFacts facts;
     std::string error;
@@ -190,7 +194,15 @@ void Session::collect() {
       facts = collect_handshake_facts(*proc, limits);
     else
       facts.errors["proc"] = error;
-    asio::post(self->ctx_.io, [self, facts = std::move(facts)]() mutable { self->on_collected(std::move(facts)); });
+    const auto collect_end = elapsed_us(self->accepted_at_);
+    asio::post(self->ctx_.io, [self, facts = std::move(facts), collect_start, collect_end]() mutable {
+      if (self->state_ != State::Collecting) return;
+      auto& steps = self->record_.extra["handshake_steps_us"];
+      steps["collect_start"] = collect_start;
+      steps["collect_end"] = collect_end;
+      steps["collected"] = elapsed_us(self->accepted_at_);
+      self->on_collected(std::move(facts));
+    });
   });
 }
 

@@ -58,6 +58,16 @@ TEST_F(RealKernel, SegfaultIsStoredWithMetadataAndExactCore) {
   EXPECT_EQ(rec->path, rec->id + ".zst");
   EXPECT_FALSE(rec->hostname.empty());
 
+  // The handshake's steps, microseconds since accept, in the order they happen.
+  const auto& steps = rec->extra["handshake_steps_us"];
+  std::int64_t last = 0;
+  for (const char* step : {"request", "collect_start", "collect_end", "collected"}) {
+    ASSERT_TRUE(steps.contains(step)) << step << " in " << steps.dump();
+    EXPECT_GE(steps[step].get<std::int64_t>(), last) << step << " in " << steps.dump();
+    last = steps[step].get<std::int64_t>();
+  }
+  EXPECT_LE(last, rec->extra.value("handshake_us", std::int64_t{0}));
+
   // dumpctl gives back the exact ELF core the kernel sent.
   const std::string out = *dir_ / "core.out";
   const auto [dst, dtext] = run_capture({DUMPCTL_BIN, "--store", store_, "dump", rec->id, "-o", out});
@@ -246,6 +256,9 @@ TEST_F(RealKernel, HandshakeDeadlineHoldsWhenACollectorBlocks) {
   EXPECT_LT(handshake_us, 2'500'000) << "the task stayed frozen past the 2 s deadline";
   EXPECT_LT(took, 5s) << "the crasher waited for the blocked collector";
   EXPECT_TRUE(rec->extra["collect_errors"].contains("collect"));
+  // The ack went out before the collector came back: its steps are not there.
+  EXPECT_TRUE(rec->extra["handshake_steps_us"].contains("request"));
+  EXPECT_FALSE(rec->extra["handshake_steps_us"].contains("collected"));
 }
 
 // core_pattern is put back even when the process holding the lock dies from a signal.
