@@ -47,7 +47,8 @@ SETTLE_S = 0.1            # coredumpd's work after a dump's row is complete (Cor
 PRETOUCH_EXTRA_MIB = 256   # pre-touch 2N + this before every timed crash
 SERVERS = ("coredumpd", "raw-drain", "raw-write", "systemd-coredump")
 DEFAULT_SERVERS = ("coredumpd", "raw-drain", "systemd-coredump")  # raw-write on request (--servers)
-FILLS = ("random", "half-zero", "pyheap")
+FILLS = ("random", "half-zero", "pyheap")   # the default scenarios
+EXTRA_FILLS = ("zero",)                      # on request: touched pages left zero (the kernel sends zeros)
 TERMINAL_STATES = ("complete", "truncated", "failed", "interrupted", "metadata_only", "rejected")
 
 # Touches N MiB (one write per page) and frees it on exit: warms the VM's memory before a crash.
@@ -1230,8 +1231,8 @@ def parse_args(argv):
     p.add_argument("--reps", type=int, default=3, help="repetitions per scenario and server (default: 3)")
     p.add_argument("--sizes", type=csv_ints, default=[64, 512, 2048],
                    help="core sizes, MiB of touched memory (default: 64,512,2048)")
-    p.add_argument("--fills", type=csv_names(FILLS), default=list(FILLS),
-                   help="memory contents (default: random,half-zero,pyheap)")
+    p.add_argument("--fills", type=csv_names(FILLS + EXTRA_FILLS), default=list(FILLS),
+                   help="memory contents, of random,half-zero,pyheap,zero (default: random,half-zero,pyheap)")
     p.add_argument("--pyheap-max-mib", type=int, default=512,
                    help="skip pyheap sizes above this (default: 512; building a Python heap takes ~10 s per GiB)")
     p.add_argument("--concurrent", type=int, default=20, help="crashers started at once (default: 20; 0: skip)")

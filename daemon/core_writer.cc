@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 namespace coredumpd {
 
@@ -61,6 +63,41 @@ void set_workers(ZSTD_CCtx* cctx, int threads) {
   // core, 2 workers, core tables, `zstd -b3 -T2 -B`: 2 MiB jobs 390-450 MB/s (slower than one
   // thread, 504 MB/s), 4 MiB 640-690, 8 MiB 650-670 (CLI RSS 17, 29 and 50 MiB; bench/README.md).
   check_zstd(ZSTD_CCtx_setParameter(cctx, ZSTD_c_jobSize, kZstdJobBytes), "zstd job size");
+}
+
+// One MiB of zeros, read-only: the input of zero runs.
+std::span<const std::byte> zero_chunk() {
+  static const std::vector<std::byte> zeros(1 << 20);
+  return zeros;
+}
+
+// A zstd frame that decodes to kZeroFrameBytes zeros (level 1, content size and checksum in it):
+// 16 MiB of zeros in a few hundred bytes, made once per process (~4 ms). Throws StoreError.
+const std::vector<std::byte>& zero_frame() {
+  static const std::vector<std::byte> frame = [] {
+    const std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), ZSTD_freeCCtx);
+    if (!cctx) throw StoreError("ZSTD_createCCtx failed", ENOMEM);
+    check_zstd(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, 1), "zstd level");
+    check_zstd(ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1), "zstd checksum");
+    check_zstd(ZSTD_CCtx_setPledgedSrcSize(cctx.get(), CoreWriter::kZeroFrameBytes), "zstd pledged size");
+    std::vector<std::byte> out;
+    std::vector<std::byte> buf(ZSTD_CStreamOutSize());
+    for (std::uint64_t left = CoreWriter::kZeroFrameBytes;;) {
+      const auto chunk = zero_chunk().first(static_cast<std::size_t>(std::min<std::uint64_t>(left, zero_chunk().size())));
+      left -= chunk.size();
+      ZSTD_inBuffer in{chunk.data(), chunk.size(), 0};
+      const ZSTD_EndDirective mode = left == 0 ? ZSTD_e_end : ZSTD_e_continue;
+      std::size_t remaining = 0;
+      do {
+        ZSTD_outBuffer o{buf.data(), buf.size(), 0};
+        remaining = ZSTD_compressStream2(cctx.get(), &o, &in, mode);
+        check_zstd(remaining, "zstd compress zeros");
+        out.insert(out.end(), buf.data(), buf.data() + o.pos);
+      } while (mode == ZSTD_e_end ? remaining != 0 : in.pos < in.size);
+      if (left == 0) return out;
+    }
+  }();
+  return frame;
 }
 
 }  // namespace
@@ -122,11 +159,38 @@ void CoreWriter::write(std::span<const std::byte> data) {
 }
 
 void CoreWriter::write_zeros(std::uint64_t len) {
-  static const std::vector<std::byte> zeros(1 << 20);
+  if (len >= kZeroFrameBytes) {
+    // The frame so far ends here; the zeros follow as copies of zero_frame(); the next write()
+    // starts a new frame with the same parameters (ZSTD_reset_session_only keeps them).
+    const auto& frame = zero_frame();
+    if (frame_bytes_in_ > 0) {
+      drain(ZSTD_e_end, {});
+      check_zstd(ZSTD_CCtx_reset(cctx_, ZSTD_reset_session_only), "zstd reset");
+      frame_bytes_in_ = 0;
+    }
+    for (; len >= kZeroFrameBytes; len -= kZeroFrameBytes) {
+      append_output(frame);
+      bytes_in_ += kZeroFrameBytes;
+    }
+  }
   while (len > 0) {
-    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(len, zeros.size()));
-    write(std::span(zeros.data(), n));
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(len, zero_chunk().size()));
+    write(zero_chunk().first(n));
     len -= n;
+  }
+}
+
+void CoreWriter::append_output(std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    const std::size_t n = std::min(bytes.size(), kBlockBytes - block_fill_);
+    std::memcpy(out_->block() + block_fill_, bytes.data(), n);
+    block_fill_ += n;
+    bytes_out_ += n;
+    bytes = bytes.subspan(n);
+    if (block_fill_ == kBlockBytes) {
+      out_->submit(block_fill_);
+      block_fill_ = 0;
+    }
   }
 }
 

@@ -64,7 +64,14 @@ class CoreWriter {
   /// Compresses and writes `data`. Throws StoreError (e.g. ENOSPC); the writer is then unusable.
   void write(std::span<const std::byte> data);
 
-  /// Compresses and writes `len` zero bytes (a hole of a sparse core). Throws StoreError.
+  /// Zero runs at least this long (bytes) cost no compression: see write_zeros().
+  static constexpr std::uint64_t kZeroFrameBytes = 16 << 20;
+
+  /// Writes `len` zero bytes (a hole of a sparse core: untouched memory, which the kernel sends over
+  /// a socket as literal zeros). Each whole kZeroFrameBytes of it is a copy of one precompressed
+  /// frame of zeros (a few hundred bytes, made once), after the current frame is ended: CPU and
+  /// output grow with len / kZeroFrameBytes, not with the bytes; the rest is compressed. Throws
+  /// StoreError.
   void write_zeros(std::uint64_t len);
 
   /// Ends the current zstd frame (if it has input) and compresses what follows in a new one with
@@ -85,6 +92,7 @@ class CoreWriter {
 
  private:
   void drain(ZSTD_EndDirective mode, std::span<const std::byte> data);
+  void append_output(std::span<const std::byte> bytes);  // bytes that are zstd output already
 
   int dirfd_;
   std::string name_;

@@ -196,6 +196,45 @@ TEST(CoreWriterTest, NewFrameWithMoreWorkersKeepsOneStream) {
   EXPECT_EQ(decompress_file(path), core);
 }
 
+// A long zero run (untouched memory the kernel sent as zeros) is copies of one precompressed frame
+// of zeros, not zstd work: the file holds the frame before the run, one frame per whole
+// kZeroFrameBytes, and a frame for the tail of the run and what follows, and decompresses, as one
+// stream, to the input. With 2 workers as with none.
+TEST(CoreWriterTest, LongZeroRunsAreCopiesOfOneZeroFrame) {
+  for (const int threads : {0, 2}) {
+    SCOPED_TRACE(threads);
+    TempDir dir("/var/tmp");
+    ASSERT_GE(dir.fd(), 0);
+    const auto data = sample(3 << 20);
+    const std::uint64_t run = 3 * CoreWriter::kZeroFrameBytes + 12345;
+    CoreWriter writer(dir.fd(), "sparse.zst", CompressionOptions{3, threads});
+    writer.write(std::span(data.data(), 1 << 20));
+    writer.write_zeros(run);
+    writer.write(std::span(data.data() + (1 << 20), data.size() - (1 << 20)));
+    EXPECT_EQ(writer.bytes_in(), data.size() + run);
+    writer.commit();
+
+    const std::string path = dir.path() + "/sparse.zst";
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<char> packed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<unsigned long long> content_sizes;
+    for (std::size_t pos = 0; pos < packed.size();) {
+      const std::size_t n = ZSTD_findFrameCompressedSize(packed.data() + pos, packed.size() - pos);
+      ASSERT_FALSE(ZSTD_isError(n)) << ZSTD_getErrorName(n);
+      content_sizes.push_back(ZSTD_getFrameContentSize(packed.data() + pos, n));
+      pos += n;
+    }
+    ASSERT_EQ(content_sizes.size(), 5u) << "data, three zero frames, the rest";
+    for (std::size_t i = 1; i <= 3; ++i) EXPECT_EQ(content_sizes[i], CoreWriter::kZeroFrameBytes);
+    EXPECT_LT(packed.size(), data.size() / 2 + (64 << 10)) << "the zeros take next to nothing";
+
+    std::vector<std::byte> expected(data.begin(), data.begin() + (1 << 20));
+    expected.resize(expected.size() + run);
+    expected.insert(expected.end(), data.begin() + (1 << 20), data.end());
+    EXPECT_EQ(decompress_file(path), expected);
+  }
+}
+
 namespace {
 
 // The window size (bytes) in the header of the first frame of the file `path`.
