@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <csignal>
 #include <cerrno>
@@ -81,6 +82,35 @@ TEST_F(RealKernel, SegfaultIsStoredWithMetadataAndExactCore) {
   const auto [lst, list] = run_capture({DUMPCTL_BIN, "--store", store_, "list"});
   EXPECT_EQ(lst.exit_code(), 0);
   EXPECT_NE(list.find(std::to_string(pid)), std::string::npos) << list;
+}
+
+// 64 MiB of memory left zero, which the kernel sends as literal zeros: the spool keeps holes, the
+// compressor writes them as precompressed zero frames (CoreWriter::write_zeros), and dumpctl
+// gives back a core of the full size that is still the crasher's ELF core.
+TEST_F(RealKernel, ZeroMemoryIsStoredInNextToNothingAndComesBackWhole) {
+  pid_t pid = 0;
+  const auto st = crash({"--mode", "segv", "--touch-mib", "64", "--fill", "zero"}, &pid);
+  ASSERT_TRUE(st.exited) << "crasher hung (SIGKILLed)";
+  EXPECT_TRUE(st.core_dumped());
+  const auto rec = stored_dump_of(pid);
+  ASSERT_TRUE(rec) << "no dump indexed for pid " << pid;
+  EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  EXPECT_EQ(rec->compression, "zstd");
+  EXPECT_GT(rec->core_size, 64u << 20);
+  EXPECT_LT(rec->stored_size, 512u << 10) << "64 MiB of zeros cost next to nothing";
+
+  const std::string out = *dir_ / "core.out";
+  const auto [dst, dtext] = run_capture({DUMPCTL_BIN, "--store", store_, "dump", rec->id, "-o", out});
+  ASSERT_EQ(dst.exit_code(), 0) << dtext;
+  EXPECT_EQ(std::filesystem::file_size(out), rec->core_size);
+  const auto core = inspect_core(out);
+  EXPECT_TRUE(core.is_core);
+  EXPECT_EQ(core.prstatus_signal, SIGSEGV);
+  EXPECT_EQ(core.prstatus_pid, pid);
+  const auto bytes = read_file(out).value_or("");
+  ASSERT_EQ(bytes.size(), rec->core_size);
+  const auto nonzero = static_cast<std::size_t>(std::count_if(bytes.begin(), bytes.end(), [](char c) { return c != 0; }));
+  EXPECT_LT(nonzero, 16u << 20) << "the 64 MiB came back as zeros";
 }
 
 // A core of 64 MiB of random memory is not worth compressing: the spool becomes the stored core,
