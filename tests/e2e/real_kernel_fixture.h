@@ -134,6 +134,24 @@ class RealKernel : public ::testing::Test {
     return found;
   }
 
+  // Crashes the crasher with `args`, expects it to exit with a core dumped and its dump to end
+  // Complete, and returns that dump (nullopt, with a failure recorded, if any of it went wrong).
+  std::optional<DumpRecord> complete_dump_of_crash(const std::vector<std::string>& args, pid_t* pid_out) {
+    const auto st = crash(args, pid_out);
+    if (!st.exited) {
+      ADD_FAILURE() << "crasher hung (SIGKILLed)";
+      return std::nullopt;
+    }
+    EXPECT_TRUE(st.core_dumped()) << "the kernel did not report WCOREDUMP";
+    auto rec = stored_dump_of(*pid_out);
+    if (!rec) {
+      ADD_FAILURE() << "no dump indexed for pid " << *pid_out;
+      return std::nullopt;
+    }
+    EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+    return rec;
+  }
+
   std::unique_ptr<TempDir> dir_;
   std::string socket_, store_;
   std::unique_ptr<Daemon> daemon_;

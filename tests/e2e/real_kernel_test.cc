@@ -89,12 +89,8 @@ TEST_F(RealKernel, SegfaultIsStoredWithMetadataAndExactCore) {
 // gives back a core of the full size that is still the crasher's ELF core.
 TEST_F(RealKernel, ZeroMemoryIsStoredInNextToNothingAndComesBackWhole) {
   pid_t pid = 0;
-  const auto st = crash({"--mode", "segv", "--touch-mib", "64", "--fill", "zero"}, &pid);
-  ASSERT_TRUE(st.exited) << "crasher hung (SIGKILLed)";
-  EXPECT_TRUE(st.core_dumped());
-  const auto rec = stored_dump_of(pid);
-  ASSERT_TRUE(rec) << "no dump indexed for pid " << pid;
-  EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  const auto rec = complete_dump_of_crash({"--mode", "segv", "--touch-mib", "64", "--fill", "zero"}, &pid);
+  ASSERT_TRUE(rec);
   EXPECT_EQ(rec->compression, "zstd");
   EXPECT_GT(rec->core_size, 64u << 20);
   EXPECT_LT(rec->stored_size, 512u << 10) << "64 MiB of zeros cost next to nothing";
@@ -117,12 +113,8 @@ TEST_F(RealKernel, ZeroMemoryIsStoredInNextToNothingAndComesBackWhole) {
 // uncompressed, and it is the exact ELF core (dumpctl gives the same bytes as the file holds).
 TEST_F(RealKernel, IncompressibleCoreIsStoredUncompressed) {
   pid_t pid = 0;
-  const auto st = crash({"--mode", "segv", "--touch-mib", "64", "--fill", "random"}, &pid);
-  ASSERT_TRUE(st.exited) << "crasher hung (SIGKILLed)";
-  EXPECT_TRUE(st.core_dumped());
-  const auto rec = stored_dump_of(pid);
-  ASSERT_TRUE(rec) << "no dump indexed for pid " << pid;
-  EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  const auto rec = complete_dump_of_crash({"--mode", "segv", "--touch-mib", "64", "--fill", "random"}, &pid);
+  ASSERT_TRUE(rec);
   EXPECT_EQ(rec->compression, "none");
   EXPECT_EQ(rec->path, rec->id + ".core");
   EXPECT_GT(rec->core_size, 64u << 20);
