@@ -152,6 +152,24 @@ class RealKernel : public ::testing::Test {
     return rec;
   }
 
+  // Gets the core of `rec` back with `dumpctl dump` into a file of the test's directory, expects it
+  // to have the recorded size and to be the ELF core of `pid`, killed by `signal` (NT_PRSTATUS),
+  // and returns its path (nullopt, with a failure recorded, if dumpctl failed).
+  std::optional<std::string> dumped_core_of(const DumpRecord& rec, pid_t pid, int signal) {
+    const std::string out = *dir_ / "core.out";
+    const auto [dst, dtext] = run_capture({DUMPCTL_BIN, "--store", store_, "dump", rec.id, "-o", out});
+    if (dst.exit_code() != 0) {
+      ADD_FAILURE() << "dumpctl dump: " << dtext;
+      return std::nullopt;
+    }
+    EXPECT_EQ(std::filesystem::file_size(out), rec.core_size);
+    const auto core = inspect_core(out);
+    EXPECT_TRUE(core.is_core);
+    EXPECT_EQ(core.prstatus_signal, signal);
+    EXPECT_EQ(core.prstatus_pid, pid);
+    return out;
+  }
+
   std::unique_ptr<TempDir> dir_;
   std::string socket_, store_;
   std::unique_ptr<Daemon> daemon_;

@@ -70,14 +70,7 @@ TEST_F(RealKernel, SegfaultIsStoredWithMetadataAndExactCore) {
   EXPECT_LE(last, rec->extra.value("handshake_us", std::int64_t{0}));
 
   // dumpctl gives back the exact ELF core the kernel sent.
-  const std::string out = *dir_ / "core.out";
-  const auto [dst, dtext] = run_capture({DUMPCTL_BIN, "--store", store_, "dump", rec->id, "-o", out});
-  ASSERT_EQ(dst.exit_code(), 0) << dtext;
-  EXPECT_EQ(std::filesystem::file_size(out), rec->core_size);
-  const auto core = inspect_core(out);
-  EXPECT_TRUE(core.is_core);
-  EXPECT_EQ(core.prstatus_signal, SIGSEGV);
-  EXPECT_EQ(core.prstatus_pid, pid);
+  ASSERT_TRUE(dumped_core_of(*rec, pid, SIGSEGV));
 
   const auto [lst, list] = run_capture({DUMPCTL_BIN, "--store", store_, "list"});
   EXPECT_EQ(lst.exit_code(), 0);
@@ -95,15 +88,9 @@ TEST_F(RealKernel, ZeroMemoryIsStoredInNextToNothingAndComesBackWhole) {
   EXPECT_GT(rec->core_size, 64u << 20);
   EXPECT_LT(rec->stored_size, 512u << 10) << "64 MiB of zeros cost next to nothing";
 
-  const std::string out = *dir_ / "core.out";
-  const auto [dst, dtext] = run_capture({DUMPCTL_BIN, "--store", store_, "dump", rec->id, "-o", out});
-  ASSERT_EQ(dst.exit_code(), 0) << dtext;
-  EXPECT_EQ(std::filesystem::file_size(out), rec->core_size);
-  const auto core = inspect_core(out);
-  EXPECT_TRUE(core.is_core);
-  EXPECT_EQ(core.prstatus_signal, SIGSEGV);
-  EXPECT_EQ(core.prstatus_pid, pid);
-  const auto bytes = read_file(out).value_or("");
+  const auto out = dumped_core_of(*rec, pid, SIGSEGV);
+  ASSERT_TRUE(out);
+  const auto bytes = read_file(*out).value_or("");
   ASSERT_EQ(bytes.size(), rec->core_size);
   const auto nonzero = static_cast<std::size_t>(std::count_if(bytes.begin(), bytes.end(), [](char c) { return c != 0; }));
   EXPECT_LT(nonzero, 16u << 20) << "the 64 MiB came back as zeros";
