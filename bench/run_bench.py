@@ -571,9 +571,6 @@ class SystemdCoredump(Server):
     def vm_rss_kib(self):
         return None
 
-    def vm_rss_kib(self):
-        return None
-
     def poll_stored(self, pids):
         now = mono_ns()
         done = {}
@@ -1240,7 +1237,9 @@ def parse_args(argv):
     p.add_argument("--servers", type=csv_names(SERVERS), default=None,
                    help="servers under test, of " + ",".join(SERVERS) + " (default: coredumpd,raw-drain, "
                         "and systemd-coredump with --systemd-coredump)")
-    p.add_argument("--systemd-coredump", metavar="BINARY",
+    # Absolute: the kernel runs the pipe helper named in core_pattern, and refuses a relative path
+    # ("pipe failed" in dmesg; the crash is then not dumped at all).
+    p.add_argument("--systemd-coredump", metavar="BINARY", type=os.path.abspath,
                    help="systemd-coredump 252 to measure as a server (bench/run.sh unpacks Debian's package; "
                         "it is not installed, which would change core_pattern)")
     p.add_argument("--systemd-coredump-max-mib", type=int, default=512,
