@@ -431,7 +431,8 @@ class Coredumpd(Server):
                 "handshake_ms": extra["handshake_us"] / 1e3 if "handshake_us" in extra else None,
                 "server": {"id": row.get("id"), "path": row.get("path"), "reason": row.get("reason"),
                            **{k: extra.get(k) for k in ("handshake_us", "released_us", "stored_us",
-                                                         "spool_page_cache_blocks")}},
+                                                         "spool_page_cache_blocks", "handshake_steps_us",
+                                                         "drain_start_us", "stream_us")}},
             }
         return done
 

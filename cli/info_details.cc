@@ -56,7 +56,9 @@ void timing(const json& extra, std::vector<InfoField>& out) {
   std::string v;
   if (extra.contains("handshake_us")) v = "handshake " + ms(number_of(extra, "handshake_us")) + " (accept to ack)";
   std::string after;
-  if (extra.contains("stream_us")) after += "stream ended " + ms(number_of(extra, "stream_us"));
+  if (extra.contains("drain_start_us")) after += "first read " + ms(number_of(extra, "drain_start_us"));
+  if (extra.contains("stream_us"))
+    after += std::string(after.empty() ? "" : ", ") + "stream ended " + ms(number_of(extra, "stream_us"));
   if (extra.contains("released_us"))
     after += std::string(after.empty() ? "" : ", ") + "task released " + ms(number_of(extra, "released_us"));
   if (extra.contains("stored_us"))

@@ -545,6 +545,9 @@ void run_dump_job(ServerContext& ctx, DumpJob job, std::function<void()> done) {
   // stream is also passed on verbatim.
   const int fd = d.job.socket.get();
   std::vector<std::byte> scratch;  // allocated when first needed
+  // What the kernel waited for before the first read (the InProgress row, the spool), in
+  // microseconds since this job started.
+  r.extra["drain_start_us"] = us_since(d.started);
   d.drained = drain(fd, d.job.config->stream_idle_timeout, [&]() -> Pulled {
     auto into = d.records ? std::span<std::byte>() : sink.space();
     const bool kept = !into.empty();

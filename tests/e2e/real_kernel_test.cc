@@ -68,6 +68,14 @@ TEST_F(RealKernel, SegfaultIsStoredWithMetadataAndExactCore) {
     last = steps[step].get<std::int64_t>();
   }
   EXPECT_LE(last, rec->extra.value("handshake_us", std::int64_t{0}));
+  // The dump job's steps, microseconds since it started: the first read, the stream's end, the
+  // release, the stored file, in that order.
+  last = 0;
+  for (const char* step : {"drain_start_us", "stream_us", "released_us", "stored_us"}) {
+    ASSERT_TRUE(rec->extra.contains(step)) << step << " in " << rec->extra.dump();
+    EXPECT_GE(rec->extra[step].get<std::int64_t>(), last) << step << " in " << rec->extra.dump();
+    last = rec->extra[step].get<std::int64_t>();
+  }
 
   // dumpctl gives back the exact ELF core the kernel sent.
   ASSERT_TRUE(dumped_core_of(*rec, pid, SIGSEGV));

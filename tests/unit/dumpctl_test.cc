@@ -1001,7 +1001,7 @@ TEST(InfoDetails, SummarisesTheCollectedMetadata) {
       {"negotiation", {{"offered", 0xF}, {"acked", 0x9}, {"mode", "kernel"}, {"wait", "granted"},
                        {"close_files", "not offered"}, {"records", "not offered"}, {"sparse", "declined by policy"},
                        {"memory_types", "not offered"}}},
-      {"handshake_us", 12800}, {"stream_us", 9016}, {"released_us", 9313}, {"stored_us", 24298},
+      {"handshake_us", 12800}, {"drain_start_us", 412}, {"stream_us", 9016}, {"released_us", 9313}, {"stored_us", 24298},
       {"threads", 3}, {"si_code", 1}, {"fault_address", 0x10},
       {"proc", {{"fds", {{{"fd", 0}, {"target", "/dev/null"}, {"pos", 0}, {"flags", "0100000"}},
                          {{"fd", 3}, {"target", "/tmp/evil\nname"}, {"pos", 12}, {"flags", "02"},
@@ -1023,7 +1023,7 @@ TEST(InfoDetails, SummarisesTheCollectedMetadata) {
   EXPECT_EQ(got["Negotiation"],
             "offered 0xf, acked 0x9, mode kernel\nwait: granted\nclose_files: not offered\nrecords: not offered\n"
             "sparse: declined by policy\nmemory_types: not offered");
-  EXPECT_EQ(got["Timing"], "handshake 12.8 ms (accept to ack)\nstream ended 9.0 ms, task released 9.3 ms, stored 24.3 ms after the ack");
+  EXPECT_EQ(got["Timing"], "handshake 12.8 ms (accept to ack)\nfirst read 0.4 ms, stream ended 9.0 ms, task released 9.3 ms, stored 24.3 ms after the ack");
   EXPECT_EQ(got["Signal Info"], "si_code 1, fault address 0x10");
   EXPECT_EQ(got["Open Files"],
             "0: /dev/null (pos 0, flags 0100000)\n3: /tmp/evil\\nname (pos 12, flags 02)\n"
