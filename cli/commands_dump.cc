@@ -14,7 +14,7 @@
 #include "cli/format.h"
 #include "cli/match.h"
 #include "cli/temp_file.h"
-#include "daemon/store/index.h"
+#include "store/index.h"
 
 namespace coredumpd::cli {
 

@@ -7,7 +7,7 @@
 #include "cli/info_details.h"
 #include "cli/json_output.h"
 #include "cli/match.h"
-#include "daemon/store/index.h"
+#include "store/index.h"
 
 namespace coredumpd::cli {
 

@@ -7,7 +7,7 @@
 #include "cli/format.h"
 #include "cli/json_output.h"
 #include "cli/record_container.h"
-#include "daemon/store/index.h"
+#include "store/index.h"
 
 namespace coredumpd::cli {
 

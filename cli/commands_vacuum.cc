@@ -6,8 +6,8 @@
 #include "cli/format.h"
 #include "cli/json_output.h"
 #include "cli/store_commands.h"
-#include "daemon/store/index.h"
-#include "daemon/store/retention.h"
+#include "store/index.h"
+#include "store/retention.h"
 
 namespace coredumpd::cli {
 

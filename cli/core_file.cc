@@ -11,7 +11,7 @@
 
 #include "cli/dumpctl.h"
 #include "cli/format.h"
-#include "daemon/store/core_stream.h"
+#include "store/core_stream.h"
 
 namespace coredumpd::cli {
 

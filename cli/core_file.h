@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "daemon/store/dump_record.h"
+#include "store/dump_record.h"
 
 namespace coredumpd::cli {
 
@@ -42,7 +42,7 @@ using ByteSink = std::function<void(const char* data, std::size_t size)>;
 
 /// Streams the core file at `path`, stored as `compression` says ("zstd": decompressed, concatenated
 /// frames; "none": read as is, holes as zeros), through `sink` with bounded buffers (stream_core(),
-/// daemon/store/core_stream.h): memory use does not grow with the core's size. Returns the number
+/// store/core_stream.h): memory use does not grow with the core's size. Returns the number
 /// of core bytes produced. Throws DumpctlError if the file cannot be opened or read, is not valid
 /// zstd, or ends in the middle of a frame. An empty file yields nothing.
 std::uint64_t stream_core_file(const std::string& path, std::string_view compression, const ByteSink& sink);

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "daemon/store/dump_record.h"
+#include "store/dump_record.h"
 
 namespace coredumpd::cli {
 

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "cli/format.h"
-#include "daemon/store/dump_record.h"
+#include "store/dump_record.h"
 
 namespace coredumpd::cli {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/store/dump_record.h"
+#include "store/dump_record.h"
 
 namespace coredumpd::cli {
 

@@ -1,7 +1,7 @@
 #include "cli/record_container.h"
 
 #include "cli/format.h"
-#include "daemon/store/container_ref.h"
+#include "store/container_ref.h"
 
 namespace coredumpd::cli {
 

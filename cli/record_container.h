@@ -1,5 +1,5 @@
 // The container of a stored dump, as dumpctl shows and filters it. coredumpd stores what it
-// identified (to_json(ContainerInfo), daemon/container.h) in the record's extra["container"].
+// identified (to_json(ContainerInfo), daemon/policy/container.h) in the record's extra["container"].
 #pragma once
 
 #include <optional>
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/store/dump_record.h"
+#include "store/dump_record.h"
 
 namespace coredumpd::cli {
 

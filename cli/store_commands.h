@@ -6,7 +6,7 @@
 #include <string>
 
 #include "cli/dumpctl.h"
-#include "daemon/unique_fd.h"
+#include "util/unique_fd.h"
 
 namespace CLI {
 class App;

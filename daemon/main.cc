@@ -9,12 +9,12 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "daemon/config.h"
-#include "daemon/config_files.h"
-#include "daemon/config_json.h"
-#include "daemon/logging.h"
-#include "daemon/probe.h"
-#include "daemon/server.h"
+#include "daemon/policy/config.h"
+#include "daemon/policy/config_files.h"
+#include "daemon/policy/config_json.h"
+#include "daemon/report/logging.h"
+#include "daemon/handshake/probe.h"
+#include "daemon/handshake/server.h"
 
 int main(int argc, char** argv) {
   // If we crashed while dumping someone else, the kernel would connect to our own still-open socket

@@ -52,7 +52,7 @@ for t in "${targets[@]}"; do
   if [[ -f $fuzz_src/$t.dict ]]; then
     cp "$fuzz_src/$t.dict" "$dir/dict"
     if [[ $t == fuzz_config ]]; then  # words compared against in the parsers, if new since the dictionary
-      grep -ohE '[A-Za-z0-9_]+ == "[A-Za-z][A-Za-z0-9_-]*"' "$root/daemon/config.cc" "$root"/daemon/store/retention.cc \
+      grep -ohE '[A-Za-z0-9_]+ == "[A-Za-z][A-Za-z0-9_-]*"' "$root/daemon/policy/config.cc" "$root"/store/retention.cc \
           2>/dev/null | sed -E 's/.*"(.*)"/\1/' | sort -u |
         while read -r k; do
           grep -qF "\"\\\"$k\\\"\"" "$dir/dict" || printf '"\\"%s\\""\n' "$k" >>"$dir/dict"

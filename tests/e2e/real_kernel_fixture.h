@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/store/index.h"
+#include "store/index.h"
 #include "tests/support/test_support.h"
 
 namespace coredumpd::test {

@@ -1,4 +1,4 @@
-// libFuzzer target: the daemon's JSON configuration (daemon/config.h). The file is trusted less than
+// libFuzzer target: the daemon's JSON configuration (daemon/policy/config.h). The file is trusted less than
 // it looks: a typo or a half-written file must end in a ConfigError naming the problem, never in
 // another exception (which would escape main() or, on SIGHUP, kill a running daemon) or a crash.
 //
@@ -13,9 +13,9 @@
 #include <string>
 #include <typeinfo>
 
-#include "daemon/config.h"
-#include "daemon/config_json.h"
-#include "daemon/policy.h"
+#include "daemon/policy/config.h"
+#include "daemon/policy/config_json.h"
+#include "daemon/policy/policy.h"
 #include "protocol/negotiate.h"
 #include "tests/fuzz/fuzz_util.h"
 

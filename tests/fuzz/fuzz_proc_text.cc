@@ -1,6 +1,6 @@
 // libFuzzer target: the parsers of /proc text read from the crashing process during the handshake
-// (daemon/collect.h), and the byte-string <-> JSON encoding every such string goes through before
-// it is stored (daemon/store/dump_record.h). /proc files are kernel-formatted, but the crashing
+// (daemon/proc/collect.h), and the byte-string <-> JSON encoding every such string goes through before
+// it is stored (store/dump_record.h). /proc files are kernel-formatted, but the crashing
 // process chooses much of their content (comm, argv, environ, file names in maps and fd links,
 // cgroup names), so they are untrusted.
 //
@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "daemon/collect.h"
-#include "daemon/store/dump_record.h"
+#include "daemon/proc/collect.h"
+#include "store/dump_record.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

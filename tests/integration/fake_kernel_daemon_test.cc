@@ -21,7 +21,7 @@
 #include <cstring>
 #include <thread>
 
-#include "daemon/store/index.h"
+#include "store/index.h"
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/support/test_support.h"
 

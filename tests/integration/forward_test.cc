@@ -1,4 +1,4 @@
-// Forwarding (policy action "forward", daemon/forward.h) through the fake kernel: a host coredumpd
+// Forwarding (policy action "forward", daemon/forward/forward.h) through the fake kernel: a host coredumpd
 // (--allow-unverified-peers, since the fake kernel's pidfd never shows PIDFD_COREDUMPED) forwards to
 // a receiver socket under a temp dir. The peer is this test process, whose /proc/<pid>/root is "/",
 // so an absolute path under the temp dir plays a path inside the container's root.
@@ -18,7 +18,7 @@
 #include <memory>
 #include <thread>
 
-#include "daemon/store/index.h"
+#include "store/index.h"
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/fake_kernel/scripted_server.h"
 #include "tests/support/test_support.h"

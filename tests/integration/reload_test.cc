@@ -11,7 +11,7 @@
 #include <fstream>
 #include <memory>
 
-#include "daemon/store/index.h"
+#include "store/index.h"
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/support/test_support.h"
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Every key daemon/config.cc (and parse_retention() in daemon/store/retention.cc) accepts appears
+# Every key daemon/policy/config.cc (and parse_retention() in store/retention.cc) accepts appears
 # in config/coredumpd.json, as a setting or (test-only keys, rule conditions) in a comment, so the
 # shipped file stays the complete reference.
 # shipped_config_test checks the values; this checks nothing was left out when a key is added.
 source "$(dirname "$0")/lib.sh"
-"$PYTHON" - "$SOURCE_DIR/config/coredumpd.json" "$SOURCE_DIR/daemon/config.cc" \
-  "$SOURCE_DIR/daemon/store/retention.cc" <<'PY'
+"$PYTHON" - "$SOURCE_DIR/config/coredumpd.json" "$SOURCE_DIR/daemon/policy/config.cc" \
+  "$SOURCE_DIR/store/retention.cc" <<'PY'
 import re, sys
 shipped = open(sys.argv[1]).read()
 config_cc = open(sys.argv[2]).read()

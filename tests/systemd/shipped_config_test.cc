@@ -10,9 +10,9 @@
 #include <iterator>
 #include <set>
 
-#include "daemon/config.h"
-#include "daemon/config_files.h"
-#include "daemon/config_json.h"
+#include "daemon/policy/config.h"
+#include "daemon/policy/config_files.h"
+#include "daemon/policy/config_json.h"
 
 namespace coredumpd {
 namespace {

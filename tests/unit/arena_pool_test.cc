@@ -18,9 +18,9 @@
 #include <string>
 #include <thread>
 
-#include "daemon/arena_pool.h"
-#include "daemon/block_writer.h"
-#include "daemon/spool.h"
+#include "daemon/dump/arena_pool.h"
+#include "daemon/dump/block_writer.h"
+#include "daemon/dump/spool.h"
 
 using namespace coredumpd;
 

@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/collect.h"
-#include "daemon/proc_dir.h"
+#include "daemon/proc/collect.h"
+#include "daemon/proc/proc_dir.h"
 
 using namespace coredumpd;
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/compressibility.h"
+#include "daemon/dump/compressibility.h"
 
 using coredumpd::CompressibilitySampler;
 using Verdict = CompressibilitySampler::Verdict;

@@ -1,5 +1,5 @@
-// Unit tests of the main file + conf.d/*.json drop-ins (daemon/config_files.h) and of the effective
-// configuration written back as JSON (daemon/config_json.h).
+// Unit tests of the main file + conf.d/*.json drop-ins (daemon/policy/config_files.h) and of the effective
+// configuration written back as JSON (daemon/policy/config_json.h).
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/config_files.h"
-#include "daemon/config_json.h"
+#include "daemon/policy/config_files.h"
+#include "daemon/policy/config_json.h"
 
 using namespace coredumpd;
 namespace fs = std::filesystem;

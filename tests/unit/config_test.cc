@@ -1,9 +1,9 @@
 // Unit tests of configuration parsing and per-crash policy selection.
 #include <gtest/gtest.h>
 
-#include "daemon/config.h"
+#include "daemon/policy/config.h"
 #include "tests/unit/config_test_util.h"
-#include "daemon/policy.h"
+#include "daemon/policy/policy.h"
 
 using namespace coredumpd;
 

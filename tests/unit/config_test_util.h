@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "daemon/config.h"
+#include "daemon/policy/config.h"
 
 namespace coredumpd::unit {
 

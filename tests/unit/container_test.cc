@@ -23,10 +23,10 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/collect.h"
-#include "daemon/container.h"
-#include "daemon/proc_dir.h"
-#include "daemon/store/dump_record.h"
+#include "daemon/proc/collect.h"
+#include "daemon/policy/container.h"
+#include "daemon/proc/proc_dir.h"
+#include "store/dump_record.h"
 
 using namespace coredumpd;
 

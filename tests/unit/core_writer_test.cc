@@ -22,7 +22,7 @@
 #include <random>
 #include <vector>
 
-#include "daemon/core_writer.h"
+#include "daemon/dump/core_writer.h"
 
 using namespace coredumpd;
 

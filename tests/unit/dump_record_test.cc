@@ -1,5 +1,5 @@
 // DumpRecord helpers: state names, signal names, UTF-8 validation, JSON encoding of byte strings.
-#include "daemon/store/dump_record.h"
+#include "store/dump_record.h"
 
 #include <gtest/gtest.h>
 

@@ -27,8 +27,8 @@
 #include "cli/core_file.h"
 #include "cli/info_details.h"
 #include "cli/format.h"
-#include "daemon/container.h"
-#include "daemon/store/index.h"
+#include "daemon/policy/container.h"
+#include "store/index.h"
 #include "tests/unit/store_test_files.h"
 
 extern char** environ;

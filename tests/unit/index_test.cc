@@ -1,6 +1,6 @@
 // The SQLite index: lossless round trips of hostile records, ordering, updates, concurrency,
 // schema versioning and file properties.
-#include "daemon/store/index.h"
+#include "store/index.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>

@@ -1,7 +1,7 @@
 // Unit tests of DumpRateLimiter: the sliding window, the suppressed counts, separate keys.
 #include <gtest/gtest.h>
 
-#include "daemon/rate_limiter.h"
+#include "daemon/policy/rate_limiter.h"
 
 using namespace coredumpd;
 using namespace std::chrono_literals;

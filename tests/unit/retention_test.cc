@@ -2,7 +2,7 @@
 // protected dump, symlinks), usage accounting, verify (orphans, missing, sizes, corrupt zstd) and
 // the dumpctl du / vacuum / verify commands. Every test runs on a real temporary store with real
 // files.
-#include "daemon/store/retention.h"
+#include "store/retention.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "cli/dumpctl.h"
-#include "daemon/store/index.h"
+#include "store/index.h"
 #include "tests/unit/store_test_files.h"
 
 namespace coredumpd {

@@ -2,7 +2,7 @@
 // errors, and how "max_use" feeds the retention quotas (effective_retention()).
 #include <gtest/gtest.h>
 
-#include "daemon/config.h"
+#include "daemon/policy/config.h"
 #include "tests/unit/config_test_util.h"
 
 using namespace coredumpd;

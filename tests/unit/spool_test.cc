@@ -30,9 +30,9 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/block_writer.h"
-#include "daemon/core_writer.h"  // StoreError
-#include "daemon/spool.h"
+#include "daemon/dump/block_writer.h"
+#include "daemon/dump/core_writer.h"  // StoreError
+#include "daemon/dump/spool.h"
 
 using namespace coredumpd;
 

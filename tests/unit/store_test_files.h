@@ -15,7 +15,7 @@
 #include <sstream>
 #include <string>
 
-#include "daemon/store/dump_record.h"
+#include "store/dump_record.h"
 
 namespace coredumpd::unit {
 

@@ -1,0 +1,33 @@
+// What every dump job shares: the pools it runs on, the spool memory, the store and the counters.
+#pragma once
+
+#include <boost/asio/thread_pool.hpp>
+
+#include <atomic>
+#include <mutex>
+
+#include "daemon/dump/arena_pool.h"
+#include "daemon/report/stats.h"
+#include "store/index.h"
+
+namespace coredumpd {
+
+/// The part of the server's shared state that the dump stage uses. The server's ServerContext
+/// (daemon/handshake/server_context.h) extends it with what only handshakes need.
+struct DumpContext {
+  DumpContext(boost::asio::thread_pool& dumps_, boost::asio::thread_pool& compressors_, ArenaPool& spool_memory_,
+              Index& index_, int store_dirfd_, Stats& stats_)
+      : dumps(dumps_), compressors(compressors_), spool_memory(spool_memory_), index(index_),
+        store_dirfd(store_dirfd_), stats(stats_) {}
+
+  boost::asio::thread_pool& dumps;        ///< draining core streams into spools (blocking reads)
+  boost::asio::thread_pool& compressors;  ///< compressing spools into the store (CPU, lower priority)
+  ArenaPool& spool_memory;                ///< the spools' blocks, kept warm between dumps
+  Index& index;
+  int store_dirfd;                        ///< the store directory, opened O_DIRECTORY|O_NOFOLLOW
+  Stats& stats;
+  std::mutex vacuum_mu;                   ///< vacuum() calls on the store must not overlap
+  std::atomic<int> dumps_in_flight{0};    ///< dump jobs queued or running (bounded by max_concurrent_dumps)
+};
+
+}  // namespace coredumpd

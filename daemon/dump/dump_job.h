@@ -1,0 +1,53 @@
+// The second half of a KERNEL-mode dump, in two stages that run side by side:
+//   drain    (dump pool):        socket -> note scanner + spool; post-dump collectors; hang up,
+//                                which releases the task. Runs at the kernel's emit rate.
+//   compress (compressor pool):  spool -> zstd -> core file; commit; index row. Runs behind the
+//                                drain, at lower CPU priority, and never makes the kernel wait.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+
+#include "daemon/proc/collect.h"
+#include "daemon/policy/config.h"
+#include "daemon/policy/policy.h"
+#include "daemon/dump/dump_context.h"
+#include "store/dump_record.h"
+#include "util/unique_fd.h"
+#include "protocol/negotiate.h"
+
+namespace coredumpd {
+
+/// Everything a dump job needs, handed over by the session after the kernel's REQACK marker.
+struct DumpJob {
+  UniqueFd socket;                      ///< the connection; closing it releases a WAIT-parked task
+  UniqueFd pidfd;                       ///< the crashing process, for post-dump collectors
+  DumpRecord record;                    ///< metadata from the handshake; state InProgress
+  HandshakeFacts facts;                 ///< for post-dump mapping (thread table)
+  protocol::Negotiation negotiation;    ///< what was acked
+  Policy policy;                        ///< the policy chosen in the handshake
+  std::shared_ptr<const Config> config;
+  std::shared_ptr<void> keepalive;      ///< held until the dump is indexed (the session, for shutdown accounting)
+  /// Action::Forward with a receiver that acked (daemon/forward/forward.h): the stream is relayed to it and
+  /// spooled here; delivered, the record becomes Forwarded without a core, else the core is stored
+  /// here (the fallback). Empty: a plain store.
+  UniqueFd forward_socket;
+};
+
+/// Runs the drain stage (blocking; call on the dump pool) and posts the compress stage to
+/// ctx.compressors. Inserts the InProgress row, spools the core (decoding COREDUMP_RECORDS if acked;
+/// spooling stops at the policy's max_core_bytes, draining does not, so the kernel finishes), runs
+/// the post-dump collectors while WAIT parks the task, relays the stream to job.forward_socket if
+/// set (then waits, bounded by the handshake timeout, for the receiver to hang up before releasing
+/// the task), and closes the connection. The compress
+/// stage then commits the file and updates the row to Complete, Truncated or Failed, and calls
+/// `done`. Never throws: every failure is logged, counted and recorded.
+void run_dump_job(DumpContext& ctx, DumpJob job, std::function<void()> done);
+
+/// Writes `record` to the index (insert, or update if `update`), logging instead of throwing.
+/// Returns false on failure.
+bool save_record(DumpContext& ctx, const DumpRecord& record, bool update);
+
+}  // namespace coredumpd

@@ -1,0 +1,48 @@
+// What every session shares: the io_context, the collector pool, the configuration, and the dump
+// stage's shared state (DumpContext).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/dump/dump_context.h"
+#include "daemon/policy/config.h"
+#include "daemon/policy/rate_limiter.h"
+
+namespace coredumpd {
+
+/// Shared state of a running server. Owned by Server; sessions hold a reference, dump jobs the
+/// DumpContext part.
+struct ServerContext : DumpContext {
+  ServerContext(boost::asio::io_context& io_, boost::asio::thread_pool& collectors_, boost::asio::thread_pool& dumps_,
+                boost::asio::thread_pool& compressors_, ArenaPool& spool_memory_, Index& index_, int store_dirfd_,
+                std::string boot_id_, Stats& stats_, std::shared_ptr<const Config> config)
+      : DumpContext(dumps_, compressors_, spool_memory_, index_, store_dirfd_, stats_), io(io_),
+        collectors(collectors_), boot_id(std::move(boot_id_)), config_(std::move(config)) {}
+
+  boost::asio::io_context& io;       ///< accept loop and handshakes; never blocks
+  boost::asio::thread_pool& collectors;  ///< /proc reads during handshakes (blocking, bounded)
+  std::string boot_id;
+  /// Namespace inodes of PID 1 ({"pid": ..., "mnt": ...}): "the host", even when this daemon runs
+  /// in namespaces of its own (systemd's PrivateTmp= gives it a mount namespace).
+  nlohmann::json host_namespaces = nlohmann::json::object();
+  std::atomic<int> in_flight{0};     ///< sessions not yet finished
+  /// Rules' rate limits (Policy::rate_limit), counted across sessions; survives config reloads.
+  DumpRateLimiter rate_limiter;
+
+  /// The configuration in force; a snapshot is taken per session, so a reload never changes a
+  /// dump half-way.
+  std::shared_ptr<const Config> config() const { return std::atomic_load(&config_); }
+  void set_config(std::shared_ptr<const Config> c) { std::atomic_store(&config_, std::move(c)); }
+
+ private:
+  std::shared_ptr<const Config> config_;
+};
+
+}  // namespace coredumpd

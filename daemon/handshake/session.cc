@@ -1,0 +1,533 @@
+#include "daemon/handshake/session.h"
+
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/asio/post.hpp>
+
+#include <cinttypes>
+#include <cstdio>
+
+#include <spdlog/spdlog.h>
+
+#include "daemon/dump/dump_job.h"
+#include "daemon/report/log_limiter.h"
+#include "daemon/report/logging.h"
+#include "daemon/dump/store_health.h"
+#include "daemon/proc/proc_dir.h"
+#include "protocol/marker.h"
+#include "protocol/relay.h"
+#include "protocol/request.h"
+
+namespace coredumpd {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+// A dump id: the crash time in microseconds (so ids sort by time) and 64 random bits, as 32 hex chars.
+std::string make_dump_id(std::int64_t timestamp_us) {
+  std::uint64_t rnd = 0;
+  if (::getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd)) rnd = static_cast<std::uint64_t>(::random());
+  char buf[33];
+  std::snprintf(buf, sizeof(buf), "%016" PRIx64 "%016" PRIx64, static_cast<std::uint64_t>(timestamp_us), rnd);
+  return buf;
+}
+
+std::int64_t elapsed_us(Session::Clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(Session::Clock::now() - since).count();
+}
+
+}  // namespace
+
+Session::Session(ServerContext& ctx, Socket socket, std::int64_t accepted_us)
+    : ctx_(ctx), config_(ctx.config()), socket_(std::move(socket)), deadline_(ctx.io),
+      accepted_at_(Clock::now()) {
+  ++ctx_.in_flight;
+  record_.id = make_dump_id(accepted_us);
+  record_.timestamp_us = accepted_us;
+  record_.boot_id = ctx_.boot_id;
+}
+
+Session::~Session() { --ctx_.in_flight; }
+
+void Session::start() {
+  peer_ = identify_peer(socket_.native_handle());
+  record_.pid = peer_.cred_pid;
+  record_.euid = peer_.cred_uid;
+  record_.egid = peer_.cred_gid;
+  if (peer_.info) {
+    const auto& i = *peer_.info;
+    record_.pid = i.tgid;
+    record_.uid = i.ruid, record_.gid = i.rgid, record_.euid = i.euid, record_.egid = i.egid;
+    record_.coredump_mask = i.coredump_mask;
+    // A later query path for unprivileged users may show a dump to its owner only if the kernel
+    // dumped it as that user (PIDFD_COREDUMP_USER), never a setuid/secure-exec one (ROOT).
+    record_.extra["owner_may_read"] =
+        (i.coredump_mask & PIDFD_COREDUMP_USER) != 0 && (i.coredump_mask & PIDFD_COREDUMP_ROOT) == 0;
+    record_.extra["cgroup_id"] = i.cgroupid;
+    if (i.mask & PIDFD_INFO_COREDUMP_SIGNAL) record_.signal = static_cast<int>(i.coredump_signal);
+  }
+
+  if (!peer_.is_crashing_task()) {
+    if (config_->accept_forwarded && peer_.is_outside_our_pid_namespace()) {
+      // Only a process outside our pid namespace (the host, when we run in a container) shows as
+      // pid 0; accept_forwarded says such a peer is a forwarding coredumpd (daemon/forward/forward.h).
+      forwarded_peer_ = true;
+      ++ctx_.stats.forwarded_in;
+      record_.extra["forwarded_from_host"] = {{"peer_uid", peer_.cred_uid}, {"peer_gid", peer_.cred_gid}};
+      spdlog::info("{}: accepting a crash forwarded by a process outside our pid namespace (uid {})", record_.id,
+                   peer_.cred_uid);
+    } else if (!config_->allow_unverified_peers) {
+      ++ctx_.stats.impostors;
+      quiet_ = !log_limiter().allow("impostor");
+      const std::string why = peer_.info ? "coredump_mask " + std::to_string(peer_.info->coredump_mask) +
+                                               " lacks PIDFD_COREDUMPED"
+                                         : peer_.error;
+      return abort("refused peer pid " + std::to_string(peer_.cred_pid) + " uid " +
+                   std::to_string(peer_.cred_uid) + ": not a crashing task (" + why + ")");
+    } else {
+      record_.extra["unverified_peer"] = true;
+    }
+  }
+
+  deadline_.expires_after(config_->handshake_timeout);
+  deadline_.async_wait([self = shared_from_this()](error_code ec) {
+    if (!ec) self->on_deadline();
+  });
+  read_request_size();
+}
+
+// The kernel queues the whole request before accept() returns (spec §2.1), so these reads complete
+// at once for a real kernel; a slow or silent peer is bounded by the handshake deadline.
+void Session::read_request_size() {
+  asio::async_read(socket_, asio::buffer(req_buf_.data(), 4), [self = shared_from_this()](error_code ec, std::size_t) {
+    if (self->state_ != State::ReadingRequest) return;
+    if (ec) {
+      ++self->ctx_.stats.bad_requests;
+      return self->abort("no coredump_req: " + ec.message());
+    }
+    std::string error;
+    const auto size = protocol::peek_size_field(std::span<const std::byte, 4>(self->req_buf_.data(), 4));
+    const auto layout = protocol::plan_request_read(size, error);
+    if (!layout) {
+      ++self->ctx_.stats.bad_requests;
+      return self->abort("malformed request: " + error);
+    }
+    self->read_request_body(layout->known, layout->discard);
+  });
+}
+
+void Session::read_request_body(std::uint32_t known, std::uint32_t discard) {
+  asio::async_read(socket_, asio::buffer(req_buf_.data() + 4, known - 4),
+                   [self = shared_from_this(), known, discard](error_code ec, std::size_t) {
+                     if (self->state_ != State::ReadingRequest) return;
+                     if (ec) {
+                       ++self->ctx_.stats.bad_requests;
+                       return self->abort("truncated coredump_req: " + ec.message());
+                     }
+                     self->req_ = protocol::decode_request(std::span(self->req_buf_.data(), known));
+                     self->discard_request_tail(discard);
+                   });
+}
+
+// A newer kernel's request may be longer than what this build knows: read and drop the rest.
+void Session::discard_request_tail(std::uint32_t discard) {
+  if (discard == 0) return on_request();
+  const auto chunk = std::min<std::size_t>(discard, discard_buf_.size());
+  asio::async_read(socket_, asio::buffer(discard_buf_.data(), chunk),
+                   [self = shared_from_this(), discard, chunk](error_code ec, std::size_t) {
+                     if (self->state_ != State::ReadingRequest) return;
+                     if (ec) return self->abort("truncated coredump_req tail: " + ec.message());
+                     self->discard_request_tail(discard - static_cast<std::uint32_t>(chunk));
+                   });
+}
+
+void Session::on_request() {
+  record_.extra["handshake_steps_us"]["request"] = elapsed_us(accepted_at_);
+  record_.extra["request"] = {{"size", req_.size}, {"size_ack", req_.size_ack}, {"mask", req_.mask},
+                              {"memory_types", req_.memory_types}, {"memory_types_mask", req_.memory_types_mask}};
+  collect();
+}
+
+namespace {
+
+// Collector threads run ahead of the dump streams (nice 0) and compressors (nice 10): while they
+// read /proc a task is frozen waiting for its ack, so in a flood the handshakes must win the CPU.
+// Needs CAP_SYS_NICE; without it (a unit that drops it) the thread stays at nice 0.
+void raise_priority_once() {
+  thread_local bool done = false;
+  if (!done) {
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kHandshakeNice);
+    done = true;
+  }
+}
+
+}  // namespace
+
+// Reading /proc blocks (briefly), so it runs on the collector pool; the deadline may overtake it.
+void Session::collect() {
+  state_ = State::Collecting;
+  if (forwarded_peer_) {  // the crashing process is not visible from here: the core is all we get
+    HandshakeFacts facts;
+    facts.errors["proc"] = "forwarded crash: the process is outside this pid namespace";
+    return on_collected(std::move(facts));
+  }
+  CollectLimits limits;
+  limits.deadline = accepted_at_ + config_->handshake_timeout * 8 / 10;  // leave room to ack
+  limits.per_collector = config_->collector_budget;
+  limits.test_delay = config_->test_collector_delay;
+  const int pidfd = peer_.pidfd.get();  // owned by peer_, which lives as long as `self`
+  const auto pid = static_cast<pid_t>(record_.pid);
+  asio::post(ctx_.collectors, [self = shared_from_this(), limits, pidfd, pid] {
+    // Where a slow handshake spent its time: waiting for a collector thread, reading /proc, or
+    // waiting for the io thread again (handshake_steps_us, microseconds since accept).
+    const auto collect_start = elapsed_us(self->accepted_at_);
+    raise_priority_once();
+    HandshakeFacts facts;
+    std::string error;
+    if (auto proc = ProcDir::open(pidfd, pid, error))
+      facts = collect_handshake_facts(*proc, limits);
+    else
+      facts.errors["proc"] = error;
+    const auto collect_end = elapsed_us(self->accepted_at_);
+    asio::post(self->ctx_.io, [self, facts = std::move(facts), collect_start, collect_end]() mutable {
+      if (self->state_ != State::Collecting) return;
+      auto& steps = self->record_.extra["handshake_steps_us"];
+      steps["collect_start"] = collect_start;
+      steps["collect_end"] = collect_end;
+      steps["collected"] = elapsed_us(self->accepted_at_);
+      self->on_collected(std::move(facts));
+    });
+  });
+}
+
+void Session::on_collected(HandshakeFacts facts) {
+  if (state_ != State::Collecting) return;  // the deadline already sent the ack without them
+  facts_ = std::move(facts);
+  decide();
+  maybe_forward();
+}
+
+void Session::decide() {
+  record_.comm = facts_.comm;
+  record_.exe = facts_.exe;
+  record_.argv = facts_.argv;
+  record_.cwd = facts_.cwd;
+  record_.cgroup = facts_.cgroup;
+  record_.hostname = facts_.hostname;
+  if (!facts_.errors.empty()) record_.extra["collect_errors"] = facts_.errors;
+  record_.extra["collect_timings_us"] = facts_.timings_us;
+  if (facts_.rlimit_core) record_.extra["rlimit_core"] = *facts_.rlimit_core;
+
+  record_.extra["proc"] = facts_.proc;
+
+  // Policy: the first matching rule, else the defaults; decided now, while the task is frozen.
+  ContainerInputs inputs;
+  inputs.cgroup = facts_.cgroup;
+  inputs.namespaces = facts_.proc.value("namespaces", nlohmann::json::object());
+  inputs.host_namespaces = ctx_.host_namespaces;
+  inputs.status = facts_.status;
+  inputs.uid_map = facts_.uid_map;
+  inputs.gid_map = facts_.gid_map;
+  inputs.hostname = facts_.hostname;
+  const ContainerInfo container = identify_container(inputs);
+  record_.extra["container"] = to_json(container);
+  const auto decision = select_policy(config_->defaults, config_->rules, record_, container);
+  policy_ = decision.policy;
+  rule_ = decision.rule;
+  container_key_ = container_key(container);
+  record_.extra["rule"] = decision.rule;
+  if (policy_.capture_environ) {
+    auto env = nlohmann::json::array();
+    for (const auto& e : facts_.environ) env.push_back(bytes_to_json(e));
+    record_.extra["environ"] = std::move(env);
+  }
+}
+
+void Session::maybe_forward() {
+  if (policy_.action != Action::Forward) return send_ack();
+  record_.extra["forward"] = {{"socket", policy_.forward_socket}};
+  std::string why;
+  if (wants_for(policy_, facts_, why).mode != protocol::Mode::Kernel) {
+    // RLIMIT_CORE or max_core_bytes say no core: nothing to forward; the record says why.
+    record_.extra["forward"]["skipped"] = why;
+    return send_ack();
+  }
+  if (ctx_.dumps_in_flight.load() >= config_->max_concurrent_dumps) return send_ack();  // overload path
+  state_ = State::Forwarding;
+  // Resolving a path inside the container's file system may block: not on the io thread.
+  const int pidfd = peer_.pidfd.get();  // owned by peer_, which lives as long as `self`
+  const auto pid = static_cast<pid_t>(record_.pid);
+  asio::post(ctx_.collectors, [self = shared_from_this(), pidfd, pid, path = policy_.forward_socket] {
+    std::string error;
+    UniqueFd fd = open_forward_socket(pidfd, pid, path, error);
+    asio::post(self->ctx_.io, [self, fd = std::make_shared<UniqueFd>(std::move(fd)), error] {
+      self->on_forward_socket(std::move(*fd), error);
+    });
+  });
+}
+
+void Session::on_forward_socket(UniqueFd fd, const std::string& error) {
+  if (state_ != State::Forwarding) return;  // the deadline overtook us
+  if (!fd) {
+    forward_failed(error);
+    return send_ack();
+  }
+  // What is left of the handshake budget, keeping a tenth of it for our own ack.
+  const auto deadline = accepted_at_ + config_->handshake_timeout * 9 / 10;
+  ReceiverHandshake::start(ctx_.io, std::move(fd), protocol::receiver_request(req_, config_->close_files_bit),
+                           config_->close_files_bit, deadline,
+                           [self = shared_from_this()](std::optional<ReceiverLink> link, std::string why) {
+                             self->on_receiver(std::move(link), why);
+                           });
+}
+
+void Session::on_receiver(std::optional<ReceiverLink> link, const std::string& error) {
+  if (state_ != State::Forwarding) return;  // acked without it: dropping `link` hangs up on the receiver
+  if (!link) {
+    forward_failed(error);
+    return send_ack();
+  }
+  if (link->ack.mask & protocol::COREDUMP_REJECT) {
+    // The kernel's answer to a valid REJECT is REQACK and a hang-up; the crash is still ours to keep.
+    send_marker(link->socket.get(), static_cast<std::uint32_t>(protocol::Marker::REQACK));
+    forward_failed("the receiver answered REJECT");
+    return send_ack();
+  }
+  record_.extra["forward"]["receiver_ack"] = {{"size", link->ack.size}, {"mask", link->ack.mask},
+                                              {"memory_types", link->ack.memory_types}};
+  receiver_ = std::move(link);
+  send_ack();
+}
+
+void Session::forward_failed(const std::string& why) {
+  ++ctx_.stats.forward_fallbacks;
+  record_.extra["forward"]["outcome"] = "fallback";
+  record_.extra["forward"]["error"] = why;
+  if (log_limiter().allow("forward failed"))
+    spdlog::warn("pid {} ({}): forwarding to {} failed: {}; the host handles the crash", record_.pid, record_.id,
+                 escape_for_log(policy_.forward_socket), escape_for_log(why));
+}
+
+void Session::send_ack() {
+  state_ = State::SendingAck;
+  std::string why;
+  protocol::Wants wants = wants_for(policy_, facts_, why);
+  if (forwarded_peer_) wants.wait = false;  // nothing to collect from a task we cannot see
+  if (receiver_) {
+    wants = protocol::wants_matching_ack(receiver_->ack, config_->close_files_bit);
+    why.clear();
+  } else if (wants.mode == protocol::Mode::Kernel) {
+    apply_rate_limit(wants, why, rule_, container_key_);
+    if (wants.mode == protocol::Mode::Kernel) refuse_core_if_unable(wants, why);
+  }
+  if (!why.empty()) record_.reason = why;
+  std::string error;
+  auto negotiation = protocol::negotiate(req_, wants, config_->close_files_bit, error);
+  if (!negotiation) {
+    ++ctx_.stats.bad_requests;
+    return abort("cannot build an ack: " + error);
+  }
+  negotiation_ = *negotiation;
+  if (receiver_ && !protocol::same_stream(negotiation_.ack, receiver_->ack, config_->close_files_bit)) {
+    // Cannot happen for an ack the kernel's rules accepted; never relay a stream it did not ask for.
+    receiver_.reset();
+    forward_failed("the receiver's choices cannot be acked to the kernel");
+    return send_ack();
+  }
+  if (negotiation_.unknown) {
+    // Logged once per distinct set: a newer kernel offers them on every crash.
+    static std::atomic<std::uint64_t> logged{0};
+    if (logged.exchange(negotiation_.unknown) != negotiation_.unknown)
+      spdlog::info("kernel offers unknown coredump mask bits {:#x}; ignored", negotiation_.unknown);
+  }
+
+  // Self-check: never send an ack the kernel's own validation would refuse.
+  const auto wire = protocol::ack_bytes(negotiation_.ack);
+  if (protocol::kernel_ack_verdict(req_, wire, config_->close_files_bit) != protocol::Marker::REQACK) {
+    ++ctx_.stats.bad_requests;
+    return abort("internal error: built an ack the kernel would refuse");
+  }
+  record_.extra["handshake_us"] = elapsed_us(accepted_at_);
+  record_.extra["negotiation"] = {
+      {"offered", negotiation_.offered},
+      {"acked", negotiation_.ack.mask},
+      {"mode", protocol::mode_name(negotiation_.mode)},
+      {"wait", protocol::flag_outcome_name(negotiation_.wait)},
+      {"records", protocol::flag_outcome_name(negotiation_.records)},
+      {"sparse", protocol::flag_outcome_name(negotiation_.sparse)},
+      {"close_files", protocol::flag_outcome_name(negotiation_.close_files)},
+      {"memory_types", protocol::flag_outcome_name(negotiation_.memory_types)},
+  };
+  asio::async_write(socket_, asio::buffer(wire.data(), wire.size()), [self = shared_from_this()](error_code ec, std::size_t) {
+    if (self->state_ != State::SendingAck) return;
+    if (ec) return self->abort("sending coredump_ack: " + ec.message());
+    self->read_marker();
+  });
+}
+
+// The rule's rate limit, counted per (rule, container, executable): a crash beyond it gets a
+// metadata-only record saying so and how many were suppressed, instead of a core.
+void Session::apply_rate_limit(protocol::Wants& wants, std::string& why, const std::string& rule,
+                               const std::string& container) {
+  if (!policy_.rate_limit) return;
+  const auto& limit = *policy_.rate_limit;
+  const auto v = ctx_.rate_limiter.admit(rule, container, record_.exe, limit);
+  if (v.admitted) return;
+  ++ctx_.stats.rate_limited;
+  wants.mode = protocol::Mode::Userspace;
+  wants.wait = false;
+  why = "rate limit: over " + std::to_string(limit.burst) + " dumps in " + std::to_string(limit.interval.count()) +
+        " s for rule \"" + rule + "\" in " + container + "; " + std::to_string(v.suppressed) +
+        " suppressed since the last stored dump";
+  record_.extra["rate_limited"] = {{"rule", rule},
+                                   {"container", container},
+                                   {"burst", limit.burst},
+                                   {"interval_s", limit.interval.count()},
+                                   {"suppressed", v.suppressed},
+                                   {"suppressed_total", v.suppressed_total}};
+  if (log_limiter().allow("rate limit"))
+    spdlog::warn("pid {} ({}): {}", record_.pid, escape_for_log(record_.exe), escape_for_log(why));
+}
+
+// A core the store cannot take, or one beyond capacity, must not make the kernel stream: decide
+// before the ack. Checks are a couple of syscalls; a full store is the vacuum's business.
+void Session::refuse_core_if_unable(protocol::Wants& wants, std::string& why) {
+  if (auto problem = store_problem(ctx_.store_dirfd)) {
+    ++ctx_.stats.store_unavailable;
+    wants.mode = protocol::Mode::Reject;
+    why = *problem;
+    if (log_limiter().allow("store unavailable")) spdlog::error("pid {}: rejecting the dump: {}", record_.pid, why);
+    return;
+  }
+  if (ctx_.dumps_in_flight.load() >= config_->max_concurrent_dumps) {
+    ++ctx_.stats.overloaded;
+    wants.mode = config_->overload_action == Action::Reject ? protocol::Mode::Reject : protocol::Mode::Userspace;
+    wants.wait = false;
+    why = "overload: " + std::to_string(config_->max_concurrent_dumps) + " dumps already in flight";
+    if (log_limiter().allow("overload")) spdlog::warn("pid {}: {}", record_.pid, why);
+  }
+}
+
+void Session::read_marker() {
+  state_ = State::ReadingMarker;
+  // The kernel answers at once; a fresh bound covers a peer that never does.
+  deadline_.expires_after(config_->handshake_timeout);
+  deadline_.async_wait([self = shared_from_this()](error_code ec) {
+    if (!ec) self->on_deadline();
+  });
+  asio::async_read(socket_, asio::buffer(marker_buf_), [self = shared_from_this()](error_code ec, std::size_t) {
+    if (self->state_ != State::ReadingMarker) return;
+    if (ec) {
+      ++self->ctx_.stats.refused_by_kernel;
+      self->record_.state = DumpState::Failed;
+      self->record_.reason = "no marker after the ack: " + ec.message();
+      self->record_async();
+      return self->abort(self->record_.reason);
+    }
+    self->on_marker();
+  });
+}
+
+void Session::on_marker() {
+  state_ = State::Done;
+  deadline_.cancel();
+  std::uint32_t raw = 0;
+  std::memcpy(&raw, marker_buf_.data(), sizeof(raw));
+  const auto marker = protocol::interpret_marker(raw);
+  if (receiver_ && !send_marker(receiver_->socket.get(), raw)) {  // the kernel's answer, passed on
+    receiver_.reset();
+    forward_failed("the receiver hung up before the marker");
+  }
+  if (!marker.accepted) {
+    receiver_.reset();
+    ++ctx_.stats.refused_by_kernel;
+    record_.state = DumpState::Failed;
+    record_.reason = std::string("kernel marker ") + std::string(marker.name) + ": " + marker.reason;
+    record_async();
+    return abort(record_.reason);
+  }
+
+  switch (negotiation_.mode) {
+    case protocol::Mode::Reject:
+      ++ctx_.stats.rejected;
+      record_.state = DumpState::Rejected;
+      record_async();
+      return abort("dump rejected (" + record_.reason + ")", false);
+    case protocol::Mode::Userspace:
+      if (receiver_) {  // the receiver chose USERSPACE: it has what it asked for (no bytes)
+        ::shutdown(receiver_->socket.get(), SHUT_WR);
+        receiver_.reset();
+        ++ctx_.stats.forwarded;
+        record_.state = DumpState::Forwarded;
+        record_.extra["forward"]["outcome"] = "delivered";
+        record_async();
+        return abort("forwarded (userspace mode) to " + policy_.forward_socket, false);
+      }
+      ++ctx_.stats.metadata_only;
+      record_.state = DumpState::MetadataOnly;
+      record_async();
+      return abort("metadata-only record (" + record_.reason + ")", false);
+    case protocol::Mode::Kernel:
+      break;
+  }
+  ++ctx_.dumps_in_flight;
+  DumpJob job{UniqueFd(socket_.release()), std::move(peer_.pidfd), std::move(record_), std::move(facts_),
+              negotiation_, policy_, config_, shared_from_this(),
+              receiver_ ? std::move(receiver_->socket) : UniqueFd()};
+  receiver_.reset();
+  asio::post(ctx_.dumps, [&ctx = ctx_, job = std::move(job)]() mutable {
+    run_dump_job(ctx, std::move(job), [&ctx] { --ctx.dumps_in_flight; });
+  });
+}
+
+void Session::on_deadline() {
+  switch (state_) {
+    case State::ReadingRequest:
+      ++ctx_.stats.handshake_timeouts;
+      return abort("no complete coredump_req within " + std::to_string(config_->handshake_timeout.count()) + " ms");
+    case State::Collecting:
+      // The task must not stay frozen past the deadline: ack with whatever was collected.
+      facts_.errors["collect"] = "handshake deadline reached; acked without the remaining metadata";
+      ++ctx_.stats.handshake_timeouts;
+      decide();
+      if (policy_.action == Action::Forward) {
+        record_.extra["forward"] = {{"socket", policy_.forward_socket}};
+        forward_failed("no time left in the handshake to forward");
+      }
+      return send_ack();
+    case State::Forwarding:
+      ++ctx_.stats.handshake_timeouts;
+      forward_failed("the receiver did not complete the handshake within the handshake deadline");
+      return send_ack();
+    case State::SendingAck:
+    case State::ReadingMarker:
+      ++ctx_.stats.handshake_timeouts;
+      return abort("peer did not answer the coredump_ack within " +
+                   std::to_string(config_->handshake_timeout.count()) + " ms");
+    case State::Done:
+      return;
+  }
+}
+
+void Session::abort(const std::string& reason, bool warn) {
+  state_ = State::Done;
+  deadline_.cancel();
+  receiver_.reset();  // a receiver mid-handshake sees a hang-up, as from a kernel that gave up
+  if (!quiet_)
+    spdlog::log(warn ? spdlog::level::warn : spdlog::level::info, "pid {} ({}): {}", record_.pid, record_.id,
+                escape_for_log(reason));
+  error_code ignored;
+  socket_.close(ignored);
+}
+
+void Session::record_async() {
+  asio::post(ctx_.dumps, [&ctx = ctx_, record = record_] { save_record(ctx, record, false); });
+}
+
+}  // namespace coredumpd

@@ -1,0 +1,112 @@
+// One connection from the kernel, from accept to the hand-off of the core stream.
+//
+// The handshake is an explicit state machine on the io_context (never blocking it):
+//
+//   ReadingRequest --request read--> Collecting --facts in, or deadline--> SendingAck
+//        --ack written--> ReadingMarker --REQACK--> (KERNEL) DumpJob on the dump pool
+//                                                   (USERSPACE/REJECT) record, close
+//
+// With policy action "forward" (daemon/forward/forward.h) a Forwarding step sits between Collecting and
+// SendingAck: the receiver in the task's container is handshaken first (within the same deadline),
+// the kernel is then acked with the receiver's choices, and the kernel's marker is passed on to the
+// receiver. A receiver that is absent, refuses or is too slow makes the session ack for the host's
+// own store instead (the fallback), with the reason in the record's extra.forward.
+//
+// Any error, timeout or refusal ends the session: it is logged with its reason, counted, recorded
+// where a record exists, and the socket is closed (which is what releases a parked task).
+// A session keeps itself alive through its pending handlers (shared_from_this).
+#pragma once
+
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "daemon/proc/collect.h"
+#include "daemon/forward/forward.h"
+#include "daemon/proc/peer.h"
+#include "daemon/policy/policy.h"
+#include "daemon/handshake/server_context.h"
+#include "store/dump_record.h"
+#include "protocol/negotiate.h"
+#include "protocol/wire.h"
+
+namespace coredumpd {
+
+/// Nice value of the threads that run handshakes (the io_context thread and the collectors): below
+/// the dump streams (0) and compressors (10), since a task stays frozen until its ack.
+inline constexpr int kHandshakeNice = -5;
+
+/// The handshake of one accepted connection. Create with std::make_shared and call start().
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  using Socket = boost::asio::local::stream_protocol::socket;
+  using Clock = std::chrono::steady_clock;
+
+  /// Takes ownership of an accepted socket. `accepted_us` is the crash timestamp (UTC microseconds
+  /// since the epoch) taken right after accept().
+  Session(ServerContext& ctx, Socket socket, std::int64_t accepted_us);
+  ~Session();
+
+  /// Identifies the peer and starts reading the coredump_req. Call once.
+  void start();
+
+ private:
+  enum class State { ReadingRequest, Collecting, Forwarding, SendingAck, ReadingMarker, Done };
+
+  void read_request_size();
+  void read_request_body(std::uint32_t known, std::uint32_t discard);
+  void discard_request_tail(std::uint32_t discard);
+  void on_request();
+  void collect();
+  void on_collected(HandshakeFacts facts);
+  /// Identifies the container and chooses the policy from the collected facts.
+  void decide();
+  /// Action::Forward: resolves the receiver's socket (collector pool) and starts its handshake;
+  /// otherwise goes straight to send_ack().
+  void maybe_forward();
+  void on_forward_socket(UniqueFd fd, const std::string& error);
+  void on_receiver(std::optional<ReceiverLink> link, const std::string& error);
+  /// Forwarding is off for this crash: logs and records `why`; the host handles the crash itself.
+  void forward_failed(const std::string& why);
+  void send_ack();
+  void refuse_core_if_unable(protocol::Wants& wants, std::string& why);
+  /// Turns a store into metadata-only when the rule's rate limit (policy_.rate_limit) is exceeded
+  /// for (rule, container, exe); records the reason and counts in record_.extra["rate_limited"].
+  void apply_rate_limit(protocol::Wants& wants, std::string& why, const std::string& rule, const std::string& container);
+  void read_marker();
+  void on_marker();
+  void on_deadline();
+  /// Ends the session without a dump: logs `reason` at `level`, closes the socket.
+  void abort(const std::string& reason, bool warn = true);
+  /// Stores `record_` in the index from the dump pool (never on the io thread).
+  void record_async();
+
+  ServerContext& ctx_;
+  std::shared_ptr<const Config> config_;
+  Socket socket_;
+  boost::asio::steady_timer deadline_;
+  State state_ = State::ReadingRequest;
+  Clock::time_point accepted_at_;
+
+  Peer peer_;
+  std::array<std::byte, sizeof(protocol::coredump_req)> req_buf_{};
+  std::array<std::byte, 256> discard_buf_{};
+  protocol::coredump_req req_{};
+  protocol::Negotiation negotiation_;
+  std::array<std::byte, protocol::MARKER_SIZE> marker_buf_{};
+  HandshakeFacts facts_;
+  Policy policy_;
+  std::string rule_;           ///< the rule that chose policy_ ("" for the defaults)
+  std::string container_key_;  ///< container_key() of the crash's container ("host" outside any)
+  bool quiet_ = false;  // the log limiter suppressed this session's lines (flood)
+  std::optional<ReceiverLink> receiver_;  // forwarding: a receiver that accepted our request
+  bool forwarded_peer_ = false;  // receiver side: the peer is a forwarder (accept_forwarded)
+  DumpRecord record_;
+};
+
+}  // namespace coredumpd

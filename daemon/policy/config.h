@@ -1,0 +1,122 @@
+// The daemon's configuration: built-in defaults, overridden by JSON files (the main file and its
+// conf.d/ drop-ins, config_files.h) and the command line. Unknown keys and bad values are errors
+// naming the file, the key and the reason.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon/policy/compression_options.h"
+#include "daemon/policy/policy.h"
+#include "store/retention.h"
+#include "protocol/wire.h"
+
+namespace coredumpd {
+
+/// A configuration error; what() reads "<file>: <key>: <reason>".
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Threads to use for CPU-bound work: the number of CPUs, at least 1 and at most 8.
+int default_parallelism();
+
+/// Everything the daemon is configured with. Defaults are the values a fresh install runs with.
+struct Config {
+  std::string socket_path = "/run/coredumpd/coredump.socket";  ///< where the kernel connects (@@PATH)
+  std::string store_dir = "/var/lib/coredumpd";                ///< cores and index.sqlite
+  /// Longest the crashing task may stay frozen before we ack (accept -> ack sent). The kernel has no
+  /// timeout of its own (spec §2.5), so this bound is ours to keep.
+  std::chrono::milliseconds handshake_timeout{2000};
+  /// Longest a core stream may stall between two reads before the dump is cut short.
+  std::chrono::milliseconds stream_idle_timeout{30000};
+  /// On SIGTERM, how long in-flight dumps may take to finish before the daemon exits anyway
+  /// (they are then marked interrupted at the next start). Keep below systemd's TimeoutStopSec.
+  std::chrono::milliseconds shutdown_grace{20000};
+  int listen_backlog = 4096;   ///< the kernel's connect is non-blocking: a full backlog loses dumps (spec §1.5)
+  int dump_workers = 64;       ///< threads draining core streams (blocked on the socket most of the time)
+  /// Cores compressed at once (each may use compression.threads zstd workers). Default: one per CPU.
+  int compression_jobs = default_parallelism();
+  /// Dumps streaming at once beyond which a new crash gets `overload_action` instead of a core.
+  /// Each costs ~5 MiB of spool blocks (spool.h; peak RSS 15 MiB for one dump, 108 MiB for 20 at once,
+  /// bench 2026-12-02) plus zstd state while compressed; the kernel never waits for a free slot.
+  int max_concurrent_dumps = 64;
+  /// What a crash gets when max_concurrent_dumps is reached: MetadataOnly (a record without the
+  /// core, USERSPACE mode) or Reject. Never a silent drop.
+  Action overload_action = Action::MetadataOnly;
+  int collector_threads = 2;   ///< threads reading /proc during handshakes
+  CompressionOptions compression;
+  /// Value of COREDUMP_CLOSE_FILES on this host (RFC; not final, spec §3.4).
+  std::uint64_t close_files_bit = protocol::COREDUMP_CLOSE_FILES_DEFAULT;
+  /// Accept peers whose pidfd lacks PIDFD_COREDUMPED. For the fake-kernel tests only; command line only.
+  bool allow_unverified_peers = false;
+  /// Receiver side of forwarding: accept a peer that is not a crashing task but a process outside
+  /// this daemon's pid namespace (SO_PEERCRED pid 0, pidfd not resolvable here) — only the host can
+  /// be that when this daemon runs in a container — as a forwarder of a crash (action "forward" of
+  /// the host's coredumpd). Such dumps are recorded with extra.forwarded_from_host. Off by default:
+  /// every other non-crashing peer stays refused either way.
+  bool accept_forwarded = false;
+  /// The spool is written and read with O_DIRECT (spool.h), blocks the disk cannot take yet going
+  /// through the page cache: the default, since on a VM whose free memory goes back to its host a
+  /// page-cache spool drained at half the kernel's rate. false: all through the page cache.
+  bool spool_direct_io = true;
+  /// Compress a core while it streams in (at SCHED_IDLE, reading the spool back from the disk) rather
+  /// than only once its stream has ended. Default: with 4 or more CPUs. On 2 vCPUs the kernel's emit
+  /// and the drain take both, and with the compressor beside them a 512 MiB heap core was released
+  /// at 1.57x the raw-drain server's time instead of 1.22x (bench/README.md, "Measured design choices").
+  bool compress_while_streaming = default_parallelism() >= 4;
+  /// A collector that loops (e.g. over thousands of fds) stops after this long.
+  std::chrono::milliseconds collector_budget{500};
+  /// Tests only ("testing": {"collector_delay_ms": N}): a handshake collector that sleeps N ms, to
+  /// prove the handshake deadline holds when a collector blocks.
+  std::chrono::milliseconds test_collector_delay{0};
+
+  RetentionLimits retention;  ///< "retention": vacuum before and after each store
+
+  Policy defaults;          ///< policy when no rule matches
+  std::vector<Rule> rules;  ///< first match wins
+};
+
+/// The retention limits in force: `c.retention` with every rule's "max_use" (and the defaults'
+/// one, as the quota of rule "") added to max_use_per_rule_bytes, so that one mechanism enforces
+/// both. Where both name a rule, they agree (apply_config_json() refuses a conflict).
+RetentionLimits effective_retention(const Config& c);
+
+/// Reads one JSON configuration file (no drop-ins) over `base` and returns the result. Throws
+/// ConfigError. The daemon reads the main file and its drop-ins with load_config() (config_files.h).
+Config load_config_file(const std::string& path, Config base);
+
+/// Parses and applies one JSON document (named `origin` in errors) over `base`. Throws ConfigError.
+Config apply_config_json(const std::string& origin, const std::string& text, Config base);
+
+/// Parses configuration text: JSON with // and /* */ comments. Throws ConfigError
+/// "<origin>: (syntax): <reason>".
+nlohmann::json parse_config_text(const std::string& origin, const std::string& text);
+
+/// Where a rule of a merged document was written: its file and its index in that file's "rules".
+struct RuleSource {
+  std::string file;
+  std::size_t index = 0;
+};
+
+/// Applies an already parsed document (named `origin` in errors) over `base`. Every key present
+/// replaces the base's setting, except that the keys of "compression", "testing", "retention" and
+/// "defaults" are applied one by one over the base's; "rules", when present, replaces the base's
+/// rules, each rule starting from the resulting "defaults". `rule_sources`, for a document merged
+/// from several files (one entry per rule), makes the errors only the merged document can have
+/// (quota conflicts between rules of different files) name the rule's own file and index. Throws
+/// ConfigError.
+Config apply_config(const std::string& origin, const nlohmann::json& doc, Config base,
+                    const std::vector<RuleSource>& rule_sources = {});
+
+/// The memory type names of "memory_types" with their COREDUMP_MEMORY_* bits, in bit order.
+const std::vector<std::pair<std::string, std::uint64_t>>& memory_type_names();
+
+}  // namespace coredumpd

@@ -1,0 +1,341 @@
+#include "daemon/proc/collect.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <thread>
+
+#include "store/dump_record.h"
+
+namespace coredumpd {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Limits on what one crash may make us read: a hostile or huge process must not stall the handshake.
+constexpr std::size_t kSmallFileMax = 64 * 1024;     // comm, cgroup, limits, status
+constexpr std::size_t kCmdlineMax = 256 * 1024;      // argv beyond this is truncated (ARG_MAX is 2 MiB)
+constexpr std::size_t kThreadsMax = 8192;            // thread table entries
+constexpr std::size_t kFdsMax = 65536;               // descriptors listed
+constexpr std::size_t kBigFileMax = 4 * 1024 * 1024;  // maps, mountinfo, /proc/locks
+
+std::string chomp(std::string s) {
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+void collect_identity(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+  std::string err;
+  if (auto v = proc.read("comm", kSmallFileMax, err)) f.comm = chomp(*v); else f.errors["comm"] = err;
+  if (auto v = proc.readlink("exe", err)) f.exe = *v; else f.errors["exe"] = err;
+  if (auto v = proc.read("cmdline", kCmdlineMax, err)) f.argv = split_cmdline(*v); else f.errors["cmdline"] = err;
+  if (auto v = proc.readlink("cwd", err)) f.cwd = *v; else f.errors["cwd"] = err;
+  if (auto v = proc.read("cgroup", kSmallFileMax, err)) f.cgroup = chomp(*v); else f.errors["cgroup"] = err;
+  if (auto v = proc.read("limits", kSmallFileMax, err)) {
+    f.rlimit_core = parse_rlimit_core(*v);
+    f.proc["limits"] = bytes_to_json(*v);
+  } else {
+    f.errors["limits"] = err;
+  }
+}
+
+// The hostname as the crashing process sees it: its UTS namespace's nodename. When that namespace is
+// not ours, a short-lived thread joins it (setns affects only the calling thread) and asks uname().
+void collect_hostname(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+  struct stat theirs{}, ours{};
+  if (::fstatat(proc.dirfd(), "ns/uts", &theirs, 0) < 0 || ::stat("/proc/self/ns/uts", &ours) < 0) {
+    f.errors["hostname"] = std::string("ns/uts: ") + std::strerror(errno);
+    return;
+  }
+  if (theirs.st_ino == ours.st_ino && theirs.st_dev == ours.st_dev) {
+    utsname u{};
+    ::uname(&u);
+    f.hostname = u.nodename;
+    return;
+  }
+  UniqueFd ns(::openat(proc.dirfd(), "ns/uts", O_RDONLY | O_CLOEXEC));
+  if (!ns) {
+    f.errors["hostname"] = std::string("open ns/uts: ") + std::strerror(errno);
+    return;
+  }
+  std::string name, err;
+  std::thread([&] {
+    if (::setns(ns.get(), CLONE_NEWUTS) < 0) {
+      err = std::string("setns(CLONE_NEWUTS): ") + std::strerror(errno);
+      return;
+    }
+    utsname u{};
+    ::uname(&u);
+    name = u.nodename;
+  }).join();
+  if (err.empty()) f.hostname = name; else f.errors["hostname"] = err;
+}
+
+// Host and namespace TIDs of every thread, so the crashing thread named in NT_PRSTATUS (a TID in the
+// task's own pid namespace) can be mapped to a host TID.
+void collect_threads(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+  UniqueFd task(::openat(proc.dirfd(), "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* dir = task ? ::fdopendir(task.get()) : nullptr;
+  if (!dir) {
+    f.errors["threads"] = std::string("task/: ") + std::strerror(errno);
+    return;
+  }
+  task.release();  // owned by dir now
+  std::string err;
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    if (f.threads.size() >= kThreadsMax) {
+      f.errors["threads"] = "more than " + std::to_string(kThreadsMax) + " threads; list truncated";
+      break;
+    }
+    if (auto st = proc.read(std::string("task/") + e->d_name + "/status", kSmallFileMax, err))
+      if (auto ids = parse_nspid(*st)) f.threads.push_back(*ids);
+  }
+  ::closedir(dir);
+}
+
+// Open descriptors with their targets and fdinfo (pos, flags, mnt_id, ino, lock lines). This is the
+// collector COREDUMP_CLOSE_FILES makes urgent: after the ack the fd table is gone (spec §3.4).
+void collect_fds(const ProcDir& proc, HandshakeFacts& f, const CollectLimits& limits) {
+  const auto start = Clock::now();
+  UniqueFd fddir(::openat(proc.dirfd(), "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* dir = fddir ? ::fdopendir(fddir.get()) : nullptr;
+  if (!dir) {
+    f.errors["fds"] = std::string("fd/: ") + std::strerror(errno);
+    return;
+  }
+  fddir.release();
+  auto fds = nlohmann::json::array();
+  std::string err;
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    if (fds.size() >= kFdsMax || Clock::now() - start > limits.per_collector) {
+      f.errors["fds"] = "stopped after " + std::to_string(fds.size()) + " descriptors: collector budget";
+      break;
+    }
+    nlohmann::json fd = {{"fd", std::stoi(e->d_name)}};
+    if (auto target = proc.readlink(std::string("fd/") + e->d_name, err)) fd["target"] = bytes_to_json(*target);
+    if (auto info = proc.read(std::string("fdinfo/") + e->d_name, kSmallFileMax, err)) {
+      std::istringstream in(*info);
+      std::string line;
+      while (std::getline(in, line)) {
+        const auto colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        const auto key = line.substr(0, colon);
+        auto value = line.substr(colon + 1);
+        value.erase(0, value.find_first_not_of(" \t"));
+        if (key == "lock") fd["locks"].push_back(value);
+        else if (key == "pos" || key == "mnt_id" || key == "ino") fd[key] = std::strtoull(value.c_str(), nullptr, 10);
+        else if (key == "flags") fd[key] = value;  // octal, as the kernel prints it
+      }
+    }
+    fds.push_back(std::move(fd));
+  }
+  ::closedir(dir);
+  f.proc["fds"] = std::move(fds);
+}
+
+// True if collect_fds read every descriptor and none of their fdinfo had a lock line. fdinfo lists
+// each lock whose file is that descriptor's open file and whose owner is this fd table or that file
+// (fs/locks.c show_fd_locks), and a process cannot keep a POSIX lock on a file it no longer has open:
+// so then the process holds no lock at all, and /proc/locks (system-wide, often the slowest read of
+// the handshake) has nothing for it.
+bool fds_show_no_lock(const HandshakeFacts& f) {
+  if (f.errors.contains("fds")) return false;
+  const auto it = f.proc.find("fds");
+  if (it == f.proc.end()) return false;
+  return std::none_of(it->begin(), it->end(), [](const nlohmann::json& fd) { return fd.contains("locks"); });
+}
+
+// The process's entries in /proc/locks (POSIX and flock locks name the owner's pid; OFD locks show
+// -1 and appear in the owning descriptor's fdinfo lock lines instead). Skipped when the fdinfo of
+// every descriptor shows that there is none.
+void collect_locks(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+  if (fds_show_no_lock(f)) {
+    f.proc["locks"] = nlohmann::json::array();
+    return;
+  }
+  UniqueFd fd(::open("/proc/locks", O_RDONLY | O_CLOEXEC));
+  std::string text;
+  char buf[16384];
+  ssize_t n = 0;
+  while (fd && text.size() < kBigFileMax && (n = ::read(fd.get(), buf, sizeof(buf))) > 0) text.append(buf, static_cast<std::size_t>(n));
+  if (!fd || n < 0) {
+    f.errors["locks"] = std::string("/proc/locks: ") + std::strerror(errno);
+    return;
+  }
+  f.proc["locks"] = locks_of_pid(text, proc.pid());
+}
+
+void collect_maps(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+  std::string err;
+  if (auto v = proc.read("maps", kBigFileMax, err)) {
+    f.estimated_core_bytes = estimate_core_bytes(*v);
+    f.proc["maps"] = bytes_to_json(*v);
+  } else {
+    f.errors["maps"] = err;
+  }
+}
+
+void collect_status(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+  std::string err;
+  if (auto v = proc.read("status", kSmallFileMax, err)) {
+    f.status = *v;
+    f.proc["status"] = bytes_to_json(*v);
+  } else {
+    f.errors["status"] = err;
+  }
+  if (auto v = proc.read("uid_map", kSmallFileMax, err)) f.uid_map = *v; else f.errors["uid_map"] = err;
+  if (auto v = proc.read("gid_map", kSmallFileMax, err)) f.gid_map = *v; else f.errors["gid_map"] = err;
+  if (auto v = proc.read("mountinfo", kBigFileMax, err)) f.proc["mountinfo"] = bytes_to_json(*v); else f.errors["mountinfo"] = err;
+}
+
+// Namespace inodes ("uts" -> 4026531838), to tell a container's crash from the host's.
+void collect_namespaces(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+  static constexpr const char* kNamespaces[] = {"cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"};
+  std::string err;
+  for (const char* ns : kNamespaces) {
+    auto link = proc.readlink(std::string("ns/") + ns, err);  // "uts:[4026531838]"
+    if (!link) continue;
+    const auto open = link->find('[');
+    if (open != std::string::npos) f.proc["namespaces"][ns] = std::strtoull(link->c_str() + open + 1, nullptr, 10);
+  }
+}
+
+void collect_environ(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+  std::string err;
+  if (auto v = proc.read("environ", kCmdlineMax, err)) f.environ = split_cmdline(*v); else f.errors["environ"] = err;
+}
+
+void collect_test_delay(const ProcDir&, HandshakeFacts&, const CollectLimits& limits) {
+  if (limits.test_delay.count() > 0) std::this_thread::sleep_for(limits.test_delay);
+}
+
+struct Collector {
+  const char* name;
+  void (*run)(const ProcDir&, HandshakeFacts&, const CollectLimits&);
+};
+
+// Order matters when the deadline cuts the list short: what only exists before the ack comes first.
+constexpr Collector kCollectors[] = {
+    {"identity", collect_identity}, {"fds", collect_fds},       {"locks", collect_locks},
+    {"threads", collect_threads},   {"hostname", collect_hostname}, {"namespaces", collect_namespaces},
+    {"status", collect_status},         {"test_delay", collect_test_delay}, {"maps", collect_maps},
+    {"environ", collect_environ},
+};
+
+}  // namespace
+
+HandshakeFacts collect_handshake_facts(const ProcDir& proc, const CollectLimits& limits) {
+  HandshakeFacts f;
+  for (const auto& c : kCollectors) {
+    const auto start = Clock::now();
+    if (start >= limits.deadline) {
+      f.errors[c.name] = "skipped: handshake deadline";
+      continue;
+    }
+    c.run(proc, f, limits);
+    f.timings_us[c.name] = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+  }
+  f.verified = proc.still_ours();
+  if (!f.verified) f.errors["verify"] = "process behind the pidfd is gone; metadata may be incomplete";
+  return f;
+}
+
+std::vector<std::string> split_cmdline(const std::string& raw) {
+  std::vector<std::string> argv;
+  if (raw.empty()) return argv;
+  std::string_view rest(raw);
+  if (rest.back() == '\0') rest.remove_suffix(1);
+  while (true) {
+    const auto nul = rest.find('\0');
+    argv.emplace_back(rest.substr(0, nul));
+    if (nul == std::string_view::npos) break;
+    rest.remove_prefix(nul + 1);
+  }
+  return argv;
+}
+
+std::optional<ThreadIds> parse_nspid(const std::string& status) {
+  const auto pos = status.find("\nNSpid:");
+  if (pos == std::string::npos) return std::nullopt;
+  std::istringstream line(status.substr(pos + 7, status.find('\n', pos + 1) - pos - 7));
+  std::int64_t id = 0;
+  ThreadIds ids;
+  bool any = false;
+  while (line >> id) {
+    if (!any) ids.host_tid = id;
+    ids.ns_tid = id;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return ids;
+}
+
+std::optional<std::uint64_t> parse_rlimit_core(const std::string& limits) {
+  const auto pos = limits.find("Max core file size");
+  if (pos == std::string::npos) return std::nullopt;
+  std::istringstream line(limits.substr(pos + 18, limits.find('\n', pos) - pos - 18));
+  std::string soft;
+  if (!(line >> soft)) return std::nullopt;
+  if (soft == "unlimited") return std::numeric_limits<std::uint64_t>::max();
+  try {
+    return std::stoull(soft);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace coredumpd
+
+namespace coredumpd {
+
+std::vector<std::string> locks_of_pid(const std::string& proc_locks, std::int64_t pid) {
+  // "1: POSIX  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a blocked waiter has "->" after the number.
+  std::vector<std::string> out;
+  std::istringstream in(proc_locks);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream tok(line);
+    std::string id, type, mode, access, owner;
+    tok >> id >> type;
+    if (type == "->") tok >> type;
+    tok >> mode >> access >> owner;
+    if (!owner.empty() && owner == std::to_string(pid)) out.push_back(line);
+  }
+  return out;
+}
+
+std::uint64_t estimate_core_bytes(const std::string& maps) {
+  // "start-end perms offset dev inode path": anonymous mappings are dumped whole by the default
+  // filter (0x33); file mappings contribute at most their first page (ELF headers).
+  std::uint64_t total = 0;
+  std::istringstream in(maps);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream tok(line);
+    std::string range, perms, offset, dev, path;
+    std::uint64_t inode = 0;
+    tok >> range >> perms >> offset >> dev >> inode;
+    std::getline(tok >> std::ws, path);
+    const auto dash = range.find('-');
+    if (dash == std::string::npos) continue;
+    const auto start = std::strtoull(range.c_str(), nullptr, 16);
+    const auto end = std::strtoull(range.c_str() + dash + 1, nullptr, 16);
+    if (end <= start || path == "[vsyscall]") continue;
+    total += inode == 0 ? end - start : std::min<std::uint64_t>(end - start, 4096);
+  }
+  return total;
+}
+
+}  // namespace coredumpd

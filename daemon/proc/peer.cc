@@ -1,0 +1,55 @@
+#include "daemon/proc/peer.h"
+
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace coredumpd {
+
+namespace {
+// _IOWR(0xFF, 11, struct pidfd_info): the struct size is part of the ioctl number.
+const unsigned long PIDFD_GET_INFO_IOCTL = _IOWR(0xFF, 11, pidfd_info);
+}  // namespace
+
+std::optional<pidfd_info> pidfd_get_info(int pidfd, std::uint64_t request_mask, std::string& error) {
+  pidfd_info info{};
+  info.mask = request_mask;
+  if (::ioctl(pidfd, PIDFD_GET_INFO_IOCTL, &info) < 0) {
+    error = std::string("PIDFD_GET_INFO: ") + std::strerror(errno);
+    return std::nullopt;
+  }
+  return info;
+}
+
+bool pidfd_alive(int pidfd) {
+  return ::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0;
+}
+
+Peer identify_peer(int fd) {
+  Peer peer;
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+    peer.cred_known = true;
+    peer.cred_pid = cred.pid;
+    peer.cred_uid = cred.uid;
+    peer.cred_gid = cred.gid;
+  }
+  int pidfd = -1;
+  len = sizeof(pidfd);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD_OPT, &pidfd, &len) < 0) {
+    peer.error = std::string("SO_PEERPIDFD: ") + std::strerror(errno);
+    return peer;
+  }
+  peer.pidfd.reset(pidfd);
+  peer.info = pidfd_get_info(pidfd, PIDFD_INFO_PID | PIDFD_INFO_CREDS | PIDFD_INFO_CGROUPID | PIDFD_INFO_COREDUMP |
+                                        PIDFD_INFO_COREDUMP_SIGNAL,
+                             peer.error);
+  return peer;
+}
+
+}  // namespace coredumpd

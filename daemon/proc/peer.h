@@ -1,0 +1,80 @@
+// Who is on the other end of an accepted connection: SO_PEERCRED, SO_PEERPIDFD and PIDFD_GET_INFO.
+//
+// Sources: SO_PEERPIDFD (77, asm-generic incl. x86_64) since 6.5; PIDFD_GET_INFO since 6.13;
+// PIDFD_INFO_COREDUMP since 6.16 (spec §4). The kernel records PIDFD_COREDUMPED before it connects,
+// so it is visible right after accept(); a userspace impostor's pidfd never has it (spec §1.6).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "util/unique_fd.h"
+
+namespace coredumpd {
+
+// uapi values not in Debian 12's 6.1 headers (include/uapi/linux/pidfd.h, asm-generic/socket.h).
+inline constexpr int SO_PEERPIDFD_OPT = 77;
+inline constexpr std::uint64_t PIDFD_INFO_PID = 1U << 0;
+inline constexpr std::uint64_t PIDFD_INFO_CREDS = 1U << 1;
+inline constexpr std::uint64_t PIDFD_INFO_CGROUPID = 1U << 2;
+inline constexpr std::uint64_t PIDFD_INFO_EXIT = 1U << 3;
+inline constexpr std::uint64_t PIDFD_INFO_COREDUMP = 1U << 4;
+inline constexpr std::uint64_t PIDFD_INFO_COREDUMP_SIGNAL = 1U << 6;  ///< 6.19+
+inline constexpr std::uint32_t PIDFD_COREDUMPED = 1U << 0;
+inline constexpr std::uint32_t PIDFD_COREDUMP_SKIP = 1U << 1;
+inline constexpr std::uint32_t PIDFD_COREDUMP_USER = 1U << 2;
+inline constexpr std::uint32_t PIDFD_COREDUMP_ROOT = 1U << 3;
+
+/// struct pidfd_info, 88 bytes: the spec (§4.2) says always pass >= 88 zeroed bytes because the
+/// layout of bytes 72..87 differs between kernel versions; we read nothing from there.
+struct pidfd_info {
+  std::uint64_t mask;
+  std::uint64_t cgroupid;
+  std::uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+  std::int32_t exit_code;
+  std::uint32_t coredump_mask;
+  std::uint32_t coredump_signal;  ///< 6.19+: valid only if mask has PIDFD_INFO_COREDUMP_SIGNAL
+  std::uint64_t reserved[2];      ///< version-dependent (coredump_code / supported_mask)
+};
+static_assert(sizeof(pidfd_info) == 88);
+
+/// The identity of an accepted peer.
+struct Peer {
+  UniqueFd pidfd;               ///< from SO_PEERPIDFD; -1 if the kernel gave none
+  bool cred_known = false;      ///< SO_PEERCRED could be read (the cred_* fields are valid)
+  pid_t cred_pid = 0;           ///< SO_PEERCRED pid (TGID, in our pid namespace; 0 if outside it)
+  uid_t cred_uid = 0;           ///< SO_PEERCRED uid (effective)
+  gid_t cred_gid = 0;           ///< SO_PEERCRED gid (effective)
+  std::optional<pidfd_info> info;  ///< PIDFD_GET_INFO with PID|CREDS|CGROUPID|COREDUMP requested
+  std::string error;            ///< why pidfd or info is missing, empty otherwise
+
+  /// True if the pidfd reports PIDFD_COREDUMPED: the kernel itself is dumping this process.
+  bool is_crashing_task() const {
+    return info && (info->mask & PIDFD_INFO_COREDUMP) && (info->coredump_mask & PIDFD_COREDUMPED);
+  }
+
+  /// True if the peer is a process outside our pid namespace: SO_PEERCRED reported pid 0 and the
+  /// pidfd does not resolve to a pid here (PIDFD_GET_INFO failed, e.g. EREMOTE, or gave pid 0).
+  /// Inside a container, only a host process (a forwarding coredumpd) can be such a peer.
+  bool is_outside_our_pid_namespace() const {
+    return cred_known && cred_pid == 0 && (!info || info->tgid == 0);
+  }
+};
+
+/// Reads SO_PEERCRED, SO_PEERPIDFD and PIDFD_GET_INFO for connected socket `fd`.
+/// Never throws; failures are described in Peer::error (e.g. a pre-6.5 kernel without SO_PEERPIDFD).
+Peer identify_peer(int fd);
+
+/// PIDFD_GET_INFO on `pidfd` asking for `request_mask`. Returns std::nullopt and sets `error`
+/// (with errno's text) on failure, e.g. ESRCH for a reaped task without PIDFD_INFO_EXIT.
+std::optional<pidfd_info> pidfd_get_info(int pidfd, std::uint64_t request_mask, std::string& error);
+
+/// True if the process behind `pidfd` still exists (pidfd_send_signal with signal 0, syscall 424).
+/// A task parked in the coredump handshake cannot be reaped, so true proves a /proc/<pid> handle
+/// opened before the call belongs to it.
+bool pidfd_alive(int pidfd);
+
+}  // namespace coredumpd

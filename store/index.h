@@ -1,0 +1,108 @@
+// The crash-safe index of dumps: an SQLite database (WAL mode) in the store directory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "store/dump_record.h"
+
+struct sqlite3;
+
+namespace coredumpd {
+
+/// Errors from the index (SQLite failures, schema mismatch); what() names the operation and SQLite's message.
+class IndexError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// The columns retention needs of one row (Index::list_summaries()): listing these skips the blobs
+/// and the C++ JSON parsing of list(), which matters when vacuum runs around every store.
+struct RowSummary {
+  std::string id;
+  DumpState state = DumpState::InProgress;
+  std::int64_t timestamp_us = 0;  ///< crash time, UTC µs
+  std::int64_t uid = -1;          ///< real uid
+  std::uint64_t stored_size = 0;  ///< bytes on disk of the stored core
+  std::string path;               ///< core file name, or ""
+  std::string rule;               ///< extra["rule"] if it is a string, else ""
+  bool vacuumed = false;          ///< extra["vacuumed"] is an object (retention removed the core)
+};
+
+/// The SQLite index `<store>/index.sqlite`. One instance may be shared by threads: every call takes
+/// an internal mutex. Writers use WAL mode and a busy timeout, so dumpctl can read while the daemon
+/// writes.
+///
+/// Schema (version 1, kept in `PRAGMA user_version`): one table `dumps`, a column per DumpRecord
+/// field. Strings from the crashing process (comm, exe, cwd, cgroup, hostname) and `reason` are
+/// BLOBs holding the exact bytes. `argv` is a BLOB of every argument followed by one NUL byte
+/// (the /proc/<pid>/cmdline layout: [] is empty, [""] is one NUL byte) and `argc` is the argument
+/// count, checked on read. `extra` is TEXT (compact JSON). `state` is state_name(); optional
+/// fields are NULL when unset; the u64 sizes are stored as the same 64 bits in SQLite's signed
+/// INTEGER. Indices on `timestamp_us` and `pid`.
+class Index {
+ public:
+  /// The schema version this build reads and writes. A database with a larger `user_version` is
+  /// refused (IndexError); version 0 means "no schema yet" (created by writable opens).
+  static constexpr int kSchemaVersion = 1;
+  /// How long a call waits for a lock held by another connection before failing, in milliseconds.
+  static constexpr int kBusyTimeoutMs = 10000;
+
+  /// The index file of a store: `<store_dir>/index.sqlite`.
+  static std::string db_path(const std::string& store_dir);
+
+  /// Opens (creating if `writable`) the index in `store_dir`. Read-only opens never create or
+  /// modify anything (SQLITE_OPEN_READONLY) and work while a writer is active; if the file is
+  /// missing they throw IndexError("no index at <path>: is this a coredumpd store?"). A writable
+  /// open creates the file with mode 0640 (less if the umask says so), switches it to WAL mode with
+  /// synchronous=FULL and creates the schema. Throws IndexError if the database cannot be opened,
+  /// is not a coredumpd index, or has a schema version newer than kSchemaVersion. The store
+  /// directory itself must exist.
+  Index(const std::string& store_dir, bool writable);
+  ~Index();
+  Index(const Index&) = delete;
+  Index& operator=(const Index&) = delete;
+
+  /// Inserts a new record (its id must be new). Durable when it returns (synchronous=FULL).
+  /// Throws IndexError on a duplicate id, an id that is not 1..64 lower-case hex characters, a
+  /// `path` that is not a plain file name (contains '/', or is "." or ".."), an argv entry
+  /// containing NUL (not representable, see the schema), a read-only index or an SQLite failure.
+  /// `extra` should hold valid UTF-8 only: invalid sequences in its strings are stored as U+FFFD.
+  void insert(const DumpRecord& r);
+  /// Replaces every field of the record with id r.id. Throws IndexError if no such row, or for the
+  /// same reasons as insert().
+  void update(const DumpRecord& r);
+  /// All records, oldest first by timestamp (ties: insertion order). Throws IndexError, also for
+  /// a row that cannot be decoded (unknown state, bad argv, unparsable extra).
+  std::vector<DumpRecord> list() const;
+  /// Every row's RowSummary, in list() order. Throws IndexError (also for an unknown state).
+  std::vector<RowSummary> list_summaries() const;
+  /// The record with this id, or std::nullopt. Throws IndexError like list().
+  std::optional<DumpRecord> get(const std::string& id) const;
+  /// Deletes the row with this id (retention's max_age). Returns false if there was no such row.
+  /// Throws IndexError on a read-only index or an SQLite failure.
+  bool remove(const std::string& id);
+  /// Marks every InProgress row Interrupted with `reason` (called at daemon start). Returns how
+  /// many. Throws IndexError.
+  int mark_in_progress_interrupted(const std::string& reason);
+
+  /// The database file's path (`<store_dir>/index.sqlite`).
+  const std::string& path() const { return path_; }
+
+ private:
+  void open_writable();
+  void open_read_only();
+  int user_version() const;
+  void store(const DumpRecord& r, bool is_update);
+
+  std::string path_;
+  sqlite3* db_ = nullptr;
+  mutable std::mutex mu_;
+};
+
+}  // namespace coredumpd
