@@ -35,5 +35,7 @@ foreach(file IN LISTS FILES)
   endforeach()
 endforeach()
 if(violations)
-  message(FATAL_ERROR "include against the layering:\n${violations}")
+  # NOTICE prints the lines as they are (FATAL_ERROR would re-wrap them).
+  message(NOTICE "${violations}")
+  message(FATAL_ERROR "includes against the layering (listed above): see docs/ARCHITECTURE.md")
 endif()
