@@ -18,7 +18,7 @@
 
 int main(int argc, char** argv) {
   // If we crashed while dumping someone else, the kernel would connect to our own still-open socket
-  // and wait forever for an ack we can no longer send (spec §1.6). Never be dumpable.
+  // and wait forever for an ack we can no longer send (docs/PROTOCOL.md §3.4). Never be dumpable.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   // What a dump allocates must go back to the system when it ends. glibc raises its mmap threshold
   // to the largest block freed (up to 32 MiB); from then on zstd's job buffers and the spools' read
