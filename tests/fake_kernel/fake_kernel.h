@@ -17,8 +17,8 @@
 //  - The peer of this client is the test process, not a crashing task. Its SO_PEERPIDFD pidfd reports
 //    only the dumpability policy bit (e.g. PIDFD_COREDUMP_USER, 0x4) and never PIDFD_COREDUMPED
 //    (docs/PROTOCOL.md §3.4), so a real coredumpd refuses it as an impostor unless started with
-//    `--allow-unverified-peers` (or given an injected peer verifier, docs/PROTOCOL.md §11.1). That refusal is the
-//    expected behaviour, not a bug of the fake kernel.
+//    `--allow-unverified-peers` (docs/PROTOCOL.md §11.1). That refusal is the expected behaviour,
+//    not a bug of the fake kernel.
 //  - "The crashing task" has no fds to close: COREDUMP_CLOSE_FILES calls Options::close_files, with
 //    which a test releases the descriptors/locks of a helper process it controls.
 //
