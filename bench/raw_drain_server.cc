@@ -4,7 +4,7 @@
 //   raw-drain-server --socket PATH [--log FILE] [--write-file DIR] [--idle-timeout-ms N]
 //
 // Per connection (one thread each, so any number of crashers dump at once):
-//   1. read the coredump_req (peek its size, read the known prefix, discard the rest; spec §2.2),
+//   1. read the coredump_req (peek its size, read the known prefix, discard the rest; docs/PROTOCOL.md §4.2),
 //   2. send the ack protocol::negotiate() builds for KERNEL|WAIT, read the 4-byte marker,
 //   3. read the ELF core to EOF in 1 MiB chunks: discard it, or with --write-file append it to
 //      DIR/<seq>.core,
@@ -13,8 +13,8 @@
 // CLOCK_MONOTONIC nanosecond timestamps (see LogLine). Nothing is validated beyond the protocol:
 // no peer check, no metadata, no compression — that is the point of a reference.
 //
-// It is not dumpable (a crash of the server would make the kernel wait on its own socket, spec
-// §1.6) and stops on SIGINT/SIGTERM.
+// It is not dumpable (a crash of the server would make the kernel wait on its own socket, docs/PROTOCOL.md
+// §3.4) and stops on SIGINT/SIGTERM.
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -50,7 +50,7 @@ namespace proto = coredumpd::protocol;
 namespace {
 
 constexpr std::size_t kReadChunk = 1 << 20;  // same chunk size as the daemon's drain loop
-constexpr int kListenBacklog = 4096;         // a full backlog silently loses dumps (spec §1.5)
+constexpr int kListenBacklog = 4096;         // a full backlog silently loses dumps (docs/PROTOCOL.md §2.4)
 
 struct Options {
   std::string socket_path;
@@ -96,7 +96,7 @@ std::int64_t mono_ns() { return now_ns(CLOCK_MONOTONIC); }
 /// Everything logged about one connection. Monotonic times are 0 when the step was not reached.
 struct LogLine {
   std::uint64_t seq = 0;
-  std::int64_t pid = -1;          // SO_PEERCRED pid: the crashing TGID (spec §1.3)
+  std::int64_t pid = -1;          // SO_PEERCRED pid: the crashing TGID (docs/PROTOCOL.md §3.2)
   std::int64_t accept_rt_ns = 0;  // CLOCK_REALTIME at accept
   std::int64_t accept_mono_ns = 0;
   std::int64_t ack_mono_ns = 0;     // ack fully sent

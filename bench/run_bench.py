@@ -248,7 +248,7 @@ class CorePattern:
 
 
 def write_pattern(pattern):
-    """Writes kernel.core_pattern (EINVAL if the kernel refuses the pattern, spec §1.2)."""
+    """Writes kernel.core_pattern (EINVAL if the kernel refuses the pattern, docs/PROTOCOL.md §2.2)."""
     write_sysctl(PATTERN_PATH, pattern)
 
 
@@ -285,7 +285,7 @@ class Server:
         raise NotImplementedError
 
     def pattern(self):
-        """kernel.core_pattern that sends cores to this server (socket mode, spec §1.2)."""
+        """kernel.core_pattern that sends cores to this server (socket mode, docs/PROTOCOL.md §2.1)."""
         return "@@" + self.socket
 
     def core_pipe_limit(self):
@@ -1306,7 +1306,7 @@ def plan(args):
 
 def allow_cores():
     """RLIMIT_CORE = unlimited for us and so for every crasher. The kernel ignores the limit for
-    socket dumps (spec §1.4), but coredumpd's default policy honours it and rejects a dump whose
+    socket dumps (docs/PROTOCOL.md §7.1), but coredumpd's default policy honours it and rejects a dump whose
     limit is 0 — the usual shell default — which would measure a rejection, not a dump."""
     resource.setrlimit(resource.RLIMIT_CORE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 

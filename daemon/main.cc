@@ -18,12 +18,13 @@
 
 int main(int argc, char** argv) {
   // If we crashed while dumping someone else, the kernel would connect to our own still-open socket
-  // and wait forever for an ack we can no longer send (spec §1.6). Never be dumpable.
+  // and wait forever for an ack we can no longer send (docs/PROTOCOL.md §3.4). Never be dumpable.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   // What a dump allocates must go back to the system when it ends. glibc raises its mmap threshold
   // to the largest block freed (up to 32 MiB); from then on zstd's job buffers and the spools' read
-  // buffers (1-5 MiB each, per dump) came from per-thread arenas it seldom returns: after two
-  // bursts of 40 dumps the idle daemon stayed at 187 MiB resident. A fixed threshold puts every
+  // buffers (1-5 MiB each, per dump) came from per-thread arenas it seldom returns, and an idle
+  // daemon kept the memory of its last burst (bench/README.md, "Memory goes back to the system
+  // after a burst"). A fixed threshold puts every
   // block of 1 MiB or more in a mapping of its own, unmapped when freed; the arenas hold the small
   // ones, and the last dump of a burst trims them (dump_job.cc). Fixing the threshold also fixes
   // glibc's trim threshold at 128 KiB, so that free() would shrink and regrow the heaps all the

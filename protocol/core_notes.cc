@@ -20,7 +20,7 @@ namespace {
 
 // Descriptor layouts on x86_64, from include/linux/elfcore.h (struct elf_prstatus_common,
 // struct elf_prpsinfo), include/uapi/asm-generic/siginfo.h and fs/binfmt_elf.c (fill_files_note), as
-// tabulated in spec §5.2. core_notes_test.cc cross-checks them against glibc's <sys/procfs.h>.
+// tabulated in docs/PROTOCOL.md §8. core_notes_test.cc cross-checks them against glibc's <sys/procfs.h>.
 constexpr std::size_t kPrstatusCursig = 12;  // short pr_cursig, read as u16: signals are small positives
 constexpr std::size_t kPrstatusPid = 32;     // s32 pr_pid
 constexpr std::size_t kPrpsinfoPid = 24;     // s32 pr_pid

@@ -1,4 +1,4 @@
-// Extracting crash facts from an ELF core's notes while the core streams past (spec §5.2), without
+// Extracting crash facts from an ELF core's notes while the core streams past (docs/PROTOCOL.md §8), without
 // buffering the core itself: only the ELF header, the program headers and the PT_NOTE segment are kept.
 #pragma once
 
@@ -11,7 +11,7 @@
 
 namespace coredumpd::protocol {
 
-/// One NT_FILE entry: a file-backed mapping of the dumped process (spec §5.2).
+/// One NT_FILE entry: a file-backed mapping of the dumped process (docs/PROTOCOL.md §8).
 struct MappedFile {
   std::uint64_t start = 0;        ///< first virtual address of the mapping
   std::uint64_t end = 0;          ///< one past its last virtual address
@@ -22,7 +22,7 @@ struct MappedFile {
 /// What a core's notes say about the crash. Only notes named "CORE" count; of NT_PRPSINFO, NT_SIGINFO
 /// and NT_FILE only the first (gdb writes an NT_SIGINFO per thread, the crashing thread's first). A
 /// field stays empty when its note is absent or too short. PIDs/TIDs are in the crashed task's own PID
-/// namespace (spec §1.3, §5.2), unlike SO_PEERCRED, which the kernel translates into the daemon's.
+/// namespace (docs/PROTOCOL.md §3.6, §8), unlike SO_PEERCRED, which the kernel translates into the daemon's.
 struct CoreFacts {
   bool elf_core = false;                       ///< a valid ELF header with e_type == ET_CORE was seen
   std::optional<int> signal;                   ///< NT_SIGINFO si_signo, else first NT_PRSTATUS pr_cursig; a 0 is no signal
@@ -65,7 +65,8 @@ class CoreNoteScanner {
  public:
   /// `max_buffer_bytes` caps both the program header table (e_phoff + its size) and the PT_NOTE
   /// segment (plus a 64-byte ELF header kept in front of it). The default 32 MiB fits the largest
-  /// kernel core: 65535 phdrs are ~3.6 MiB, NT_FILE at most 16 MiB (core_file_note_size_limit, spec §1.4).
+  /// kernel core: 65535 phdrs are ~3.6 MiB, NT_FILE at most 16 MiB (core_file_note_size_limit,
+  /// docs/PROTOCOL.md §7.2).
   explicit CoreNoteScanner(std::size_t max_buffer_bytes = 32 * 1024 * 1024);
 
   /// Consumes the next `chunk` of the stream (1 byte to MiBs; empty is fine). Parses the notes as soon

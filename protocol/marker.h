@@ -1,4 +1,4 @@
-// Turning the kernel's 4-byte marker into a typed result (spec §2.6).
+// Turning the kernel's 4-byte marker into a typed result (docs/PROTOCOL.md §4.6).
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@ struct MarkerResult {
   std::string reason;      ///< one human-readable sentence: what the kernel refused and why
 };
 
-/// Interprets a marker value. Values >= 5 are unknown and treated as a refusal (spec §2.6).
+/// Interprets a marker value. Values >= 5 are unknown and treated as a refusal (docs/PROTOCOL.md §4.6).
 /// After any refusal the kernel produces no dump and the task dies without WCOREDUMP.
 MarkerResult interpret_marker(std::uint32_t raw);
 

@@ -125,7 +125,7 @@ Marker kernel_ack_verdict(const coredump_req& req, std::span<const std::byte> ac
   if (std::popcount(ack.mask & COREDUMP_MODE_MASK) != 1) return Marker::CONFLICTING;  // rule 5
   if (ack.spare != 0) return Marker::UNSUPPORTED;                            // rule 6
 
-  // RFC additions (spec §2.5 tail); order between them is not specified by the kernel.
+  // RFC additions (docs/PROTOCOL.md §4.5, after the steps); order between them is not specified by the kernel.
   const bool kernel = ack.mask & COREDUMP_KERNEL;
   if ((ack.mask & COREDUMP_RECORDS) && !kernel) return Marker::CONFLICTING;
   if ((ack.mask & COREDUMP_SPARSE) && !(ack.mask & COREDUMP_RECORDS)) return Marker::CONFLICTING;

@@ -1,6 +1,8 @@
-// Building a coredump_ack from what the kernel offered and what policy wants (spec §2.3–§2.5, §3.1).
+// Building a coredump_ack from what the kernel offered and what policy wants
+// (docs/PROTOCOL.md §4.3–§4.5, §6.1).
 //
-// Invariants of every ack built here (the kernel's own validation, spec §2.5, would refuse otherwise):
+// Invariants of every ack built here (the kernel's own validation, docs/PROTOCOL.md §4.5, would
+// refuse otherwise):
 //  - only bits the kernel offered in req.mask are set;
 //  - exactly one of KERNEL/USERSPACE/REJECT;
 //  - 16 <= size <= req.size_ack, spare == 0, memory_types == 0 unless MEMORY_TYPES is acked;
@@ -69,12 +71,12 @@ std::optional<Negotiation> negotiate(const coredump_req& req, const Wants& wants
 /// The exact bytes to send for `ack`: the first ack.size bytes of the struct (ack.size <= 24).
 std::span<const std::byte> ack_bytes(const coredump_ack& ack);
 
-/// The kernel's first check on an ack, made on the peeked 4-byte size field alone (spec §2.5 rule 2):
+/// The kernel's first check on an ack, made on the peeked 4-byte size field alone (docs/PROTOCOL.md §4.5 step 2):
 /// MINSIZE if size < 16, MAXSIZE if size > req.size_ack, std::nullopt if the size is acceptable.
 std::optional<Marker> kernel_size_verdict(const coredump_req& req, std::uint32_t size_field);
 
 /// The marker the kernel answers for a complete ack of `ack_wire.size()` == its size field bytes that
-/// passed kernel_size_verdict(): rules 4–7 of spec §2.5 in 6.17/6.18 order, then the RFC additions
+/// passed kernel_size_verdict(): steps 4–7 of docs/PROTOCOL.md §4.5 in 6.17/6.18 order, then the RFC additions
 /// for the bits the kernel offered. `close_files_bit` as for negotiate(). Used by the fake kernel and
 /// by the daemon as a self-check before sending.
 Marker kernel_ack_verdict(const coredump_req& req, std::span<const std::byte> ack_wire,

@@ -1,4 +1,4 @@
-// Decoding the COREDUMP_RECORDS stream (linux-next fs-next 2026-09-23; spec §3.2).
+// Decoding the COREDUMP_RECORDS stream (linux-next fs-next 2026-09-23; docs/PROTOCOL.md §6.2).
 //
 // With RECORDS acked, the bytes after the REQACK marker are records: a header (32 bytes in VER0,
 // its `size` field says how many the kernel sent) optionally followed by payload.

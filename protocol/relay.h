@@ -1,6 +1,6 @@
 // Forwarding a crash to a second coredump server (a coredumpd inside the crashing process's
 // container): the host plays the kernel's part towards that receiver, with the same wire format
-// (spec §2, §3). Pure decisions only; the I/O is in daemon/forward/forward.cc.
+// (docs/PROTOCOL.md §4–§6, §10). Pure decisions only; the I/O is in daemon/forward/forward.cc.
 //
 // The host offers the receiver exactly what the kernel offered the host (the bits this build knows
 // how to relay), validates the receiver's ack with the kernel's own rules (kernel_ack_verdict), and

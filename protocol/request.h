@@ -1,4 +1,4 @@
-// Reading a coredump_req of any size the kernel may send (spec §2.2, §3.1 rule 1).
+// Reading a coredump_req of any size the kernel may send (docs/PROTOCOL.md §4.2, §6.1 rule 1).
 #pragma once
 
 #include <cstddef>
@@ -24,7 +24,7 @@ struct RequestLayout {
 std::optional<RequestLayout> plan_request_read(std::uint32_t size, std::string& error);
 
 /// Decodes the known prefix of a request (at most sizeof(coredump_req) bytes, at least 16).
-/// Fields the kernel did not send are zero, as spec §2.2 requires. Never fails: size checks are
+/// Fields the kernel did not send are zero, as docs/PROTOCOL.md §4.2 requires. Never fails: size checks are
 /// plan_request_read's job; a prefix shorter than 16 bytes leaves the missing fields zero.
 coredump_req decode_request(std::span<const std::byte> prefix);
 

@@ -3,7 +3,7 @@
 //
 // Source of every value: include/uapi/linux/coredump.h (mainline 6.17 for VER0; linux-next fs-next
 // 2026-09-23 for RECORDS/SPARSE/MEMORY_TYPES and the VER1 sizes; RFC v2 2026-09-02 for CLOSE_FILES),
-// as summarised in shared/spec/coredump-socket-protocol.md §2–§3. All integers are host byte order.
+// as described in docs/PROTOCOL.md §4–§6. All integers are host byte order.
 #pragma once
 
 #include <cstdint>
@@ -14,35 +14,35 @@
 
 namespace coredumpd::protocol {
 
-// ---- Mask bits shared by coredump_req.mask and coredump_ack.mask (spec §2.4) ----
+// ---- Mask bits shared by coredump_req.mask and coredump_ack.mask (docs/PROTOCOL.md §4.4) ----
 inline constexpr std::uint64_t COREDUMP_KERNEL = 1ULL << 0;        ///< 6.17: kernel streams the ELF core
 inline constexpr std::uint64_t COREDUMP_USERSPACE = 1ULL << 1;     ///< 6.17: kernel writes nothing
 inline constexpr std::uint64_t COREDUMP_REJECT = 1ULL << 2;        ///< 6.17: no dump at all
 inline constexpr std::uint64_t COREDUMP_WAIT = 1ULL << 3;          ///< 6.17: task parked until we hang up
-inline constexpr std::uint64_t COREDUMP_RECORDS = 1ULL << 4;       ///< NEXT: stream as records (§3.2)
+inline constexpr std::uint64_t COREDUMP_RECORDS = 1ULL << 4;       ///< NEXT: stream as records (§6.2)
 inline constexpr std::uint64_t COREDUMP_SPARSE = 1ULL << 5;        ///< NEXT: holes as ZERO records
 inline constexpr std::uint64_t COREDUMP_MEMORY_TYPES = 1ULL << 6;  ///< NEXT: ack.memory_types applies
 
 /// COREDUMP_CLOSE_FILES (RFC v2, 2026-09-02). Its final value is not settled: the system header wins
-/// when it defines the flag, else the spec's inferred next free bit (0x80). The daemon's configuration
-/// may override it per host (see Config::close_files_bit).
+/// when it defines the flag, else the inferred next free bit (0x80, docs/PROTOCOL.md §6.4). The
+/// daemon's configuration may override it per host (see Config::close_files_bit).
 #ifdef COREDUMP_CLOSE_FILES
 inline constexpr std::uint64_t COREDUMP_CLOSE_FILES_DEFAULT = COREDUMP_CLOSE_FILES;
 #else
 inline constexpr std::uint64_t COREDUMP_CLOSE_FILES_DEFAULT = 1ULL << 7;
 #endif
 
-/// The modes of which an ack must carry exactly one (spec §2.4, §2.5 rule 5).
+/// The modes of which an ack must carry exactly one (docs/PROTOCOL.md §4.4, §4.5 step 5).
 inline constexpr std::uint64_t COREDUMP_MODE_MASK = COREDUMP_KERNEL | COREDUMP_USERSPACE | COREDUMP_REJECT;
 /// What every 6.17/6.18 kernel offers [OBS 6.18: 0xF].
 inline constexpr std::uint64_t COREDUMP_MASK_VER0 = COREDUMP_KERNEL | COREDUMP_USERSPACE | COREDUMP_REJECT | COREDUMP_WAIT;
 
-// ---- Sizes (spec §2.2, §2.3) ----
+// ---- Sizes (docs/PROTOCOL.md §4.2, §4.3) ----
 inline constexpr std::uint32_t COREDUMP_REQ_SIZE_VER0 = 16;  ///< 6.17
 inline constexpr std::uint32_t COREDUMP_REQ_SIZE_VER1 = 32;  ///< NEXT: + memory_types, memory_types_mask
 inline constexpr std::uint32_t COREDUMP_ACK_SIZE_VER0 = 16;  ///< 6.17
 inline constexpr std::uint32_t COREDUMP_ACK_SIZE_VER1 = 24;  ///< NEXT: + memory_types
-/// Defensive upper bound on a request's size field, as the selftests and systemd apply (spec §2.2).
+/// Defensive upper bound on a request's size field, as the selftests and systemd apply (docs/PROTOCOL.md §4.2).
 inline constexpr std::uint32_t COREDUMP_REQ_SIZE_MAX = 4096;
 
 /// struct coredump_req as this build knows it (VER1). A shorter request leaves the tail zero.
@@ -65,10 +65,10 @@ struct coredump_ack {
 static_assert(sizeof(coredump_ack) == COREDUMP_ACK_SIZE_VER1);
 
 /// Byte offset of coredump_ack.memory_types: MEMORY_TYPES may be acked only if the ack reaches past
-/// the whole field (spec §3.1 rule 3).
+/// the whole field (docs/PROTOCOL.md §6.1 rule 3).
 inline constexpr std::uint32_t COREDUMP_ACK_MEMORY_TYPES_END = 24;
 
-/// enum coredump_mark: the 4-byte marker the kernel sends after reading our ack (spec §2.6).
+/// enum coredump_mark: the 4-byte marker the kernel sends after reading our ack (docs/PROTOCOL.md §4.6).
 /// The UAPI comment calling it a single byte is stale: it is a u32.
 enum class Marker : std::uint32_t {
   REQACK = 0,       ///< COREDUMP_MARK_REQACK: ack accepted
@@ -79,7 +79,7 @@ enum class Marker : std::uint32_t {
 };
 inline constexpr std::uint32_t MARKER_SIZE = 4;
 
-// ---- Memory types (NEXT, spec §3.3): same bits as /proc/<pid>/coredump_filter ----
+// ---- Memory types (NEXT, docs/PROTOCOL.md §6.3): same bits as /proc/<pid>/coredump_filter ----
 inline constexpr std::uint64_t COREDUMP_MEMORY_ANON_PRIVATE = 1ULL << 0;
 inline constexpr std::uint64_t COREDUMP_MEMORY_ANON_SHARED = 1ULL << 1;
 inline constexpr std::uint64_t COREDUMP_MEMORY_FILE_PRIVATE = 1ULL << 2;

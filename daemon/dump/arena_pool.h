@@ -1,13 +1,11 @@
 // Memory for spool blocks, kept between dumps so that a dump's drain never waits for fresh pages.
 //
-// On this VM the guest reports free memory to the host in 2 MiB blocks (free page reporting,
-// page_reporting_order 9), which takes it back at once: a freshly faulted huge page costs a host
-// fault. Touching a new 6 MiB region of huge pages took 45-106 ms (7-18 ms per MiB), one of 4 KiB
-// pages 4-5 ms, one of huge pages freed just before under 1 ms (C loop, 2026-12-02; bench/README.md,
-// "Measured design choices"). When each spool mapped its own huge pages, the drains of 20 dumps at
-// once spent a fifth of the daemon's CPU zeroing them (perf: clear_page_erms under the socket read).
-// So the pool keeps a few regions on huge pages, touched once off the dump path (prewarm()); a dump
-// that finds none idle gets a new region on small pages, which is cheap to fault, and gives it back.
+// Where the host takes freed memory back at once (free page reporting), a freshly faulted huge page
+// costs a host fault: far more than a small page, or a huge page reused while still warm. When each
+// spool mapped its own huge pages, a burst of dumps spent much of the daemon's CPU zeroing them
+// (bench/README.md, "Spool blocks from a warm pool"). So the pool keeps a few regions on huge
+// pages, touched once off the dump path (prewarm()); a dump that finds none idle gets a new region
+// on small pages, which is cheap to fault, and gives it back.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +23,7 @@ class ArenaPool {
   ArenaPool(std::size_t region_bytes, std::size_t keep) : region_bytes_(region_bytes), keep_(keep) {}
 
   /// Maps and touches regions on huge pages until `keep` are idle. Slow where huge pages are cold
-  /// (tens of milliseconds per region, above): call it off the dump path. Throws std::bad_alloc.
+  /// (above): call it off the dump path. Throws std::bad_alloc.
   void prewarm();
   /// A region of at least region_bytes(): an idle one of the pool (warm: no access faults), else a
   /// new one on small pages. Throws std::bad_alloc.

@@ -228,9 +228,10 @@ void BlockWriter::run() {
   while (true) {
     cv_.wait(lock, [&] { return !queue_.empty() || stop_; });
     if (queue_.empty()) return;  // stopping, nothing left
-    // Whole data blocks queued one after the other go out in one write (up to kMaxBatch): on
-    // this VM a 4 MiB O_DIRECT write costs the drain far less than four of 1 MiB (each request
-    // is a notification the host handles; bench/README.md, "Measured design choices").
+    // Whole data blocks queued one after the other go out in one write (up to kMaxBatch): on a
+    // VM one 4 MiB O_DIRECT write costs the drain far less than four of 1 MiB (each request is a
+    // notification the host handles; bench/README.md, "Spool blocks on huge pages, queued blocks
+    // in one write").
     batch.assign(1, queue_.front());
     queue_.pop_front();
     while (batch.size() < kMaxBatch && !queue_.empty() && full_block(batch.back()) && full_block(queue_.front())) {

@@ -29,9 +29,9 @@ class CompressibilitySampler {
     Incompressible,  ///< it shrinks them by less: store the core uncompressed
   };
 
-  /// Bytes of each chunk that are compressed (its head): about 20 µs of one CPU at zstd -1 on
-  /// random data, 115 µs on a Python heap (zstd 1.5.4, this machine), against ~8 ms to drain the
-  /// 16 MiB between two samples.
+  /// Bytes of each chunk that are compressed (its head): small enough to cost a tiny fraction of
+  /// the time it takes to drain the 16 MiB between two samples (bench/README.md, "Incompressible
+  /// cores: samples, and one thread for the copy").
   static constexpr std::size_t kSampleBytes = 64 * 1024;
   /// Samples needed before a verdict: one chunk can be an outlier (a table of zeros in a heap).
   static constexpr std::uint64_t kMinSamples = 2;

@@ -33,9 +33,8 @@ void check_zstd(std::size_t rc, const char* step) {
 
 // The double-fast tables for cores: window 512 KiB, 16 Ki long-match (8-byte) and 4 Ki short-match
 // entries. zstd 1.5's level 3 has 2 MiB, 128 Ki and 64 Ki: its tables outgrow the L2 cache, and on
-// heap cores the larger window and tables found no more (measured with `zstd -3 --zstd=wlog=19,
-// hlog=14,clog=12` on 512 MiB Python, 600 MiB Node.js and 130 MiB SQLite images: 1.23 s against
-// 2.14 s, 1.11 s against 1.66 s, 0.54 s against 0.87 s of CPU; output 0.4 %, 4.7 % and 7.5 % smaller).
+// heap cores the larger window and tables find no more, at much more CPU (bench/README.md,
+// "Smaller zstd match tables for cores").
 struct MatchTables {
   int window_log, hash_log, chain_log;
 };
@@ -57,11 +56,9 @@ void use_core_tables(ZSTD_CCtx* cctx, int level) {
 void set_workers(ZSTD_CCtx* cctx, int threads) {
   // Fails only on a libzstd built without multithreading; then we compress on this thread.
   if (ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_nbWorkers, threads)) || threads == 0) return;
-  // zstd's default job is 4 windows (8 MiB at level 3); its buffers, several jobs of input and of
-  // worst-case output per worker, made up most of the daemon's RSS (118 MiB peak for one
-  // incompressible core). Smaller jobs bound that, but not below 4 MiB: on a 515 MiB Python heap
-  // core, 2 workers, core tables, `zstd -b3 -T2 -B`: 2 MiB jobs 390-450 MB/s (slower than one
-  // thread, 504 MB/s), 4 MiB 640-690, 8 MiB 650-670 (CLI RSS 17, 29 and 50 MiB; bench/README.md).
+  // zstd's default job is 4 windows (8 MiB at level 3), and its buffers, several jobs of input and
+  // of worst-case output per worker, dominate the daemon's RSS. Smaller jobs bound that, but below
+  // 4 MiB two workers compress slower than one thread (bench/README.md, "zstd jobs of 4 MiB").
   check_zstd(ZSTD_CCtx_setParameter(cctx, ZSTD_c_jobSize, kZstdJobBytes), "zstd job size");
 }
 

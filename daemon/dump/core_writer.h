@@ -37,11 +37,12 @@ void link_into_store(int fd, int store_dirfd, const std::string& name);
 ///
 /// The data goes to an O_TMPFILE file in the store directory (a named `.partial-<name>` where the
 /// filesystem lacks O_TMPFILE), so a crash or kill leaves nothing that looks like a dump. It is
-/// written in 1 MiB blocks, on a thread of its own (BlockWriter), with O_DIRECT where the filesystem
-/// allows it (ext4, xfs; tmpfs since 6.6): a
-/// core is written once and read rarely, and copying an incompressible core into fresh page-cache
-/// pages took more of the daemon's CPU than zstd did (perf, bench/README.md). commit() ends the zstd frame, fsyncs, links the file under its name and fsyncs the directory. Destroying
-/// an uncommitted writer discards the data. Files are created 0640, owned by the daemon's user.
+/// written in 1 MiB blocks, on a thread of its own (BlockWriter), with O_DIRECT where the
+/// filesystem allows it (ext4, xfs; tmpfs since 6.6): a core is written once and read rarely, and
+/// copying an incompressible core into fresh page-cache pages took more of the daemon's CPU than
+/// zstd did (bench/README.md, "The spool bypasses the page cache"). commit() ends the zstd frame,
+/// fsyncs, links the file under its name and fsyncs the directory. Destroying an uncommitted writer
+/// discards the data. Files are created 0640, owned by the daemon's user.
 class CoreWriter {
  public:
   /// Creates the temporary file in directory `store_dirfd` for final name `name` (a plain file name

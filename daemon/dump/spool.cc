@@ -113,7 +113,8 @@ void Spool::publish(std::uint64_t end) {
   std::lock_guard lock(mu_);
   end_ = end;
   // Only a reader waiting for this far: one waiting for the next 8 MiB is not woken per block
-  // (on this VM a cross-CPU wakeup is an IPI, which the host handles).
+  // (a cross-CPU wakeup per block cost the daemon several percent of its CPU; bench/README.md,
+  // "Spool blocks on huge pages, queued blocks in one write").
   if (end_ > wanted_) cv_.notify_one();  // under the lock: the reader may destroy the Spool as soon as it wakes
 }
 

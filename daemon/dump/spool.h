@@ -3,15 +3,16 @@
 //
 // The drain reads the stream straight into the spool's 1 MiB blocks (space(), commit()), which a
 // writer thread writes with O_DIRECT (BlockWriter), leaving each 64 KiB of zeros as a hole. The
-// page cache is not filled (but for the unaligned last block): on this VM a fresh page-cache page
-// costs a host fault (free memory goes back to the host at once), so a spool in the page cache
-// drained at about half the kernel's rate, while O_DIRECT from a few reused blocks kept up with it
-// (bench/README.md, "Measured design choices"). Where the disk falls behind the kernel's emit (all
-// kQueuedBlocks queued), the drain writes the next block through the page cache itself rather than
-// wait (BlockWriter::Options::overflow_fd); config spool_direct_io = false puts it all there. The compressor reads behind the writer, also with O_DIRECT, through a descriptor of
-// its own, and punches out what it has compressed, so the disk holds only the lag between the two.
-// A core not worth compressing skips that: the spool itself is made durable and linked into the
-// store (persist()); its bytes are already on the disk when the stream ends.
+// page cache is not filled (but for the unaligned last block): where free memory goes back to the
+// host at once, a fresh page-cache page costs a host fault, and a page-cache spool fell behind the
+// kernel's emit while O_DIRECT from a few reused blocks kept up (bench/README.md, "The spool
+// bypasses the page cache"). Where the disk falls behind the kernel's emit (all kQueuedBlocks
+// queued), the drain writes the next block through the page cache itself rather than wait
+// (BlockWriter::Options::overflow_fd); config spool_direct_io = false puts it all there. The
+// compressor reads behind the writer, also with O_DIRECT, through a descriptor of its own, and
+// punches out what it has compressed, so the disk holds only the lag between the two. A core not
+// worth compressing skips that: the spool itself is made durable and linked into the store
+// (persist()); its bytes are already on the disk when the stream ends.
 #pragma once
 
 #include <condition_variable>

@@ -100,7 +100,7 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
     });
   }
 
-  // Spec §2.5 rules 1-2: the size field decides MINSIZE/MAXSIZE before the rest is read.
+  // docs/PROTOCOL.md §4.5 steps 1-2: the size field decides MINSIZE/MAXSIZE before the rest is read.
   void read_ack_size() {
     asio::async_read(socket_, asio::buffer(ack_.data(), 4), [self = shared_from_this()](error_code ec, std::size_t) {
       if (ec) return self->finish("no coredump_ack: " + ec.message());

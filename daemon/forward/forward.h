@@ -1,11 +1,12 @@
 // Forwarding a crash to a coredump server inside the crashing process's container (Action::Forward).
 //
-// The host coredumpd plays the kernel towards that receiver, with the same @@ protocol (spec §2–§3):
+// The host coredumpd plays the kernel towards that receiver, with the same @@ protocol
+// (docs/PROTOCOL.md §4–§6, §10):
 //
 //   1. open_forward_socket(): the rule's forward_socket is resolved inside /proc/<pid>/root (the
 //      container's root), opened only after the pidfd proved /proc/<pid> is the crashing process,
 //      with openat2(RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS): no symlink
-//      anywhere in the path is followed (the kernel itself refuses them for core_pattern, spec §1.3),
+//      anywhere in the path is followed (the kernel itself refuses them for core_pattern, docs/PROTOCOL.md §2.3),
 //      so nothing planted in the container can point the host elsewhere. The O_PATH descriptor is
 //      then connected to through /proc/self/fd/<n>, which names exactly that inode.
 //   2. ReceiverHandshake: send the receiver a coredump_req with what the kernel offered

@@ -10,7 +10,7 @@ namespace coredumpd {
 std::string read_core_pattern();
 
 /// Writes `pattern` to /proc/sys/kernel/core_pattern. Throws std::system_error (EINVAL for a
-/// pattern the kernel refuses, spec §1.2; EACCES/EPERM without privilege or outside the initial
+/// pattern the kernel refuses, docs/PROTOCOL.md §2.2; EACCES/EPERM without privilege or outside the initial
 /// mount namespace).
 void write_core_pattern(const std::string& pattern);
 

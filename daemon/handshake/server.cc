@@ -79,7 +79,7 @@ void remove_partial_files(int dirfd) {
 
 // Creates the listening socket at `path`: parent directory made root-only if we create it, a stale
 // socket file replaced (anything else at the path is an error), the socket itself mode 0600. The
-// kernel connects with kernel credentials, so it still reaches a 0600 socket (spec §1.3).
+// kernel connects with kernel credentials, so it still reaches a 0600 socket (docs/PROTOCOL.md §2.3).
 void listen_on_path(local::acceptor& acceptor, const std::string& path, int backlog) {
   const auto parent = std::filesystem::path(path).parent_path();
   if (::mkdir(parent.c_str(), 0700) < 0 && errno != EEXIST)

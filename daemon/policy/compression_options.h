@@ -9,8 +9,8 @@ struct CompressionOptions {
   int threads = 2;  ///< zstd worker threads; 0 compresses on the calling thread
   /// At the levels where zstd uses its double-fast match finder (3 and 4 in libzstd 1.5), use the match
   /// tables measured for cores (kCoreTables in core_writer.cc) instead of zstd's, which are sized
-  /// for general files: on Python, Node.js and SQLite heap cores they cost 30-45 % less CPU for
-  /// the same or a smaller output (bench/README.md, "Measured design choices").
+  /// for general files: on heap cores they cost much less CPU for the same or a smaller output
+  /// (bench/README.md, "Smaller zstd match tables for cores").
   bool core_tables = true;
 };
 

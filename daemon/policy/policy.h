@@ -50,7 +50,8 @@ struct Policy {
   /// Post-dump collectors that read the still-live task ("smaps_rollup"). Non-empty means the ack
   /// carries WAIT, parking the task until they ran; empty means no WAIT.
   std::vector<std::string> post_dump = {"smaps_rollup"};
-  bool honor_rlimit_core = true;  ///< the kernel ignores RLIMIT_CORE for sockets (spec §1.4); we do not
+  /// The kernel ignores RLIMIT_CORE for sockets (docs/PROTOCOL.md §7.1); we do not.
+  bool honor_rlimit_core = true;
   bool capture_environ = false;   ///< store /proc/<pid>/environ (it often holds secrets)
   int compression_level = 3;      ///< zstd level
   std::optional<std::uint64_t> max_core_bytes;  ///< larger cores are cut (over_size decides how)

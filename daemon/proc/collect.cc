@@ -105,7 +105,7 @@ void collect_threads(const ProcDir& proc, HandshakeFacts& f, const CollectLimits
 }
 
 // Open descriptors with their targets and fdinfo (pos, flags, mnt_id, ino, lock lines). This is the
-// collector COREDUMP_CLOSE_FILES makes urgent: after the ack the fd table is gone (spec §3.4).
+// collector COREDUMP_CLOSE_FILES makes urgent: after the ack the fd table is gone (docs/PROTOCOL.md §6.4).
 void collect_fds(const ProcDir& proc, HandshakeFacts& f, const CollectLimits& limits) {
   const auto start = Clock::now();
   UniqueFd fddir(::openat(proc.dirfd(), "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -2,7 +2,7 @@
 //
 // Everything here is read before the ack: the task's fd table may be gone afterwards
 // (COREDUMP_CLOSE_FILES) and without WAIT the whole /proc entry vanishes when the stream ends
-// (spec §5.1). Time spent here stalls the crashing process, so collectors run in order against a
+// (docs/PROTOCOL.md §5.4). Time spent here stalls the crashing process, so collectors run in order against a
 // deadline and whatever has not run by then is recorded as skipped.
 #pragma once
 

@@ -1,8 +1,9 @@
 // Who is on the other end of an accepted connection: SO_PEERCRED, SO_PEERPIDFD and PIDFD_GET_INFO.
 //
 // Sources: SO_PEERPIDFD (77, asm-generic incl. x86_64) since 6.5; PIDFD_GET_INFO since 6.13;
-// PIDFD_INFO_COREDUMP since 6.16 (spec §4). The kernel records PIDFD_COREDUMPED before it connects,
-// so it is visible right after accept(); a userspace impostor's pidfd never has it (spec §1.6).
+// PIDFD_INFO_COREDUMP since 6.16 (docs/PROTOCOL.md §3.2, §3.3). The kernel records PIDFD_COREDUMPED
+// before it connects, so it is visible right after accept(); a userspace impostor's pidfd never has
+// it (docs/PROTOCOL.md §3.4).
 #pragma once
 
 #include <sys/types.h>
@@ -28,8 +29,8 @@ inline constexpr std::uint32_t PIDFD_COREDUMP_SKIP = 1U << 1;
 inline constexpr std::uint32_t PIDFD_COREDUMP_USER = 1U << 2;
 inline constexpr std::uint32_t PIDFD_COREDUMP_ROOT = 1U << 3;
 
-/// struct pidfd_info, 88 bytes: the spec (§4.2) says always pass >= 88 zeroed bytes because the
-/// layout of bytes 72..87 differs between kernel versions; we read nothing from there.
+/// struct pidfd_info, 88 bytes: always passed whole and zeroed, because the layout of bytes 72..87
+/// differs between kernel versions; we read nothing from there (docs/PROTOCOL.md §3.3).
 struct pidfd_info {
   std::uint64_t mask;
   std::uint64_t cgroupid;

@@ -1,4 +1,4 @@
-// Race-free reading of /proc/<pid> for a process known by its pidfd (spec §4.5).
+// Race-free reading of /proc/<pid> for a process known by its pidfd (docs/PROTOCOL.md §3.5).
 #pragma once
 
 #include <sys/types.h>
@@ -16,7 +16,7 @@ namespace coredumpd {
 /// The dirfd is opened first, then the pidfd is probed: a task in the coredump handshake cannot be
 /// reaped, so if it is alive after the open, the dirfd is its own and not a recycled PID's. Reads go
 /// through openat(dirfd, ...); if the process dies, they fail with ESRCH instead of showing another
-/// process. Callers re-check still_ours() after reading, as the spec recommends.
+/// process. Callers re-check still_ours() after reading (docs/PROTOCOL.md §3.5).
 class ProcDir {
  public:
   /// Opens /proc/<pid> (pid in our pid namespace) and verifies it against `pidfd`.

@@ -32,7 +32,7 @@ class CoreSource {
   /// `data_page_stride` == 0 or i % data_page_stride == 0; every other page is all zero, which is
   /// what SPARSE turns into ZERO records. Data bytes are never zero and depend on the offset and
   /// `seed` (see pattern_byte()), so any misplaced byte is detectable. The last page carries data
-  /// too when `data_last_page` is set, like a mapping "touched at both ends" (spec §6 F24).
+  /// too when `data_last_page` is set, like a mapping "touched at both ends" (docs/PROTOCOL.md §11.2 group F).
   static CoreSource pattern(std::uint64_t size, std::uint64_t data_page_stride = 0,
                             std::uint32_t page_size = 4096, std::uint8_t seed = 0,
                             bool data_last_page = false);

@@ -1,6 +1,6 @@
 // Socket I/O bounded by one overall deadline, for the fake kernel.
 //
-// The real kernel blocks without any timeout (spec §2.5 rule 1, §2.7 WAIT). A test must never hang,
+// The real kernel blocks without any timeout (docs/PROTOCOL.md §4.7). A test must never hang,
 // so every blocking step of the fake kernel goes through these helpers, which poll() a non-blocking
 // socket against a single Deadline shared by the whole session.
 #pragma once

@@ -72,7 +72,7 @@ class Session {
     if (o_.socket_path.empty() || o_.socket_path.size() >= sizeof(addr.sun_path))
       return fail_connect(ENAMETOOLONG);
     std::memcpy(addr.sun_path, o_.socket_path.data(), o_.socket_path.size());
-    // Non-blocking like the kernel: a full backlog is EAGAIN, not a wait (spec §1.5).
+    // Non-blocking like the kernel: a full backlog is EAGAIN, not a wait (docs/PROTOCOL.md §2.4).
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
       if (errno != EINPROGRESS) return fail_connect(errno);
       // Not seen for AF_UNIX, but harmless: wait for the outcome within the deadline.
@@ -118,7 +118,7 @@ class Session {
     return finish(Outcome::RequestFailed, "sending the request failed: " + errno_text(io.error));
   }
 
-  // Spec §2.5 rules 1–3, then the verdict. Leaves verdict set when a marker must be sent.
+  // docs/PROTOCOL.md §4.5 steps 1–3, then the verdict. Leaves verdict set when a marker must be sent.
   bool read_ack() {
     std::array<std::byte, 4> first4{};
     const IoResult peek = peek_exact(fd_.get(), first4, deadline_);
@@ -178,7 +178,7 @@ class Session {
     return true;
   }
 
-  // Spec §2.7/§2.8 after REQACK: REJECT → close; otherwise close files, stream (KERNEL), half-close,
+  // docs/PROTOCOL.md §5 after REQACK: REJECT → close; otherwise close files, stream (KERNEL), half-close,
   // WAIT.
   void act_on_ack() {
     const proto::coredump_ack& ack = *r_.ack;
@@ -209,7 +209,7 @@ class Session {
     finish_dump();
   }
 
-  // Plain "@" mode (spec §2.9): the core right after connect, then EOF, WAIT iff configured.
+  // Plain "@" mode (docs/PROTOCOL.md §9): the core right after connect, then EOF, WAIT iff configured.
   void plain_mode() {
     r_.mode = proto::Mode::Kernel;
     r_.wait_acked = o_.plain_wait;
@@ -258,7 +258,7 @@ class Session {
 
   bool stream_records(const CoreSource& core) {
     RecordsOptions ropts = o_.records;
-    ropts.sparse = r_.sparse_acked;  // ZERO records exist only if SPARSE was acked (spec §3.2)
+    ropts.sparse = r_.sparse_acked;  // ZERO records exist only if SPARSE was acked (docs/PROTOCOL.md §6.2)
     RecordsWriter writer(core, std::move(ropts));
     std::vector<std::byte> record;
     std::string error;
@@ -309,7 +309,7 @@ class Session {
       return timeout("while streaming the core");
     }
     // The server hung up: the kernel's dump fails, but it still half-closes and waits (which returns
-    // at once), and the parent still sees WCOREDUMP (spec §2.7, Appendix A).
+    // at once), and the parent still sees WCOREDUMP (docs/PROTOCOL.md §5.5, §11.3).
     finish(Outcome::StreamAborted,
            "server hung up mid-stream after " + std::to_string(r_.bytes_streamed) +
                " bytes: " + errno_text(stream_io_.error));
@@ -342,7 +342,7 @@ class Session {
     int queued = 0;
     if (::ioctl(fd_.get(), FIONREAD, &queued) == 0 && queued > 0) {
       r_.unread_at_close = static_cast<std::size_t>(queued);
-      if (r_.ack_consumed) r_.server_sent_data = true;  // bytes beyond the ack (spec §2.7)
+      if (r_.ack_consumed) r_.server_sent_data = true;  // bytes beyond the ack (docs/PROTOCOL.md §5.3)
     }
     fd_.reset();
     stamp(r_.timeline.closed);

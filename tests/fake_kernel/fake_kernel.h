@@ -1,5 +1,5 @@
 // The fake kernel: plays the crashing task's side of the core_pattern "@@" socket protocol exactly
-// as spec §2, §3 and §6 describe it, so integration tests can drive coredumpd with things the
+// as docs/PROTOCOL.md §4–§6 and §11 describe it, so integration tests can drive coredumpd with things the
 // running kernel (6.18) cannot produce: VER1 requests, RECORDS/SPARSE streams, MEMORY_TYPES,
 // CLOSE_FILES, malformed or oversized requests, and hostile timing.
 //
@@ -16,9 +16,9 @@
 //    hitting it is reported as Result::timed_out and treated like a SIGKILL of the task.
 //  - The peer of this client is the test process, not a crashing task. Its SO_PEERPIDFD pidfd reports
 //    only the dumpability policy bit (e.g. PIDFD_COREDUMP_USER, 0x4) and never PIDFD_COREDUMPED
-//    (spec §1.6, §4.4), so a real coredumpd refuses it as an impostor unless started with
-//    `--allow-unverified-peers` (or given an injected peer verifier, spec §6). That refusal is the
-//    expected behaviour, not a bug of the fake kernel.
+//    (docs/PROTOCOL.md §3.4), so a real coredumpd refuses it as an impostor unless started with
+//    `--allow-unverified-peers` (docs/PROTOCOL.md §11.1). That refusal is the expected behaviour,
+//    not a bug of the fake kernel.
 //  - "The crashing task" has no fds to close: COREDUMP_CLOSE_FILES calls Options::close_files, with
 //    which a test releases the descriptors/locks of a helper process it controls.
 //
@@ -45,9 +45,9 @@ namespace coredumpd::fake_kernel {
 /// MEMORY_TYPES. Add protocol::COREDUMP_CLOSE_FILES_DEFAULT to simulate the CLOSE_FILES RFC.
 inline constexpr std::uint64_t MASK_NEXT = protocol::COREDUMP_MASK_VER0 | protocol::COREDUMP_RECORDS |
                                            protocol::COREDUMP_SPARSE | protocol::COREDUMP_MEMORY_TYPES;
-/// The memory types the RFC kernel knows (COREDUMP_MEMORY_ANON_PRIVATE .. DAX_SHARED, spec §3.3).
+/// The memory types the RFC kernel knows (COREDUMP_MEMORY_ANON_PRIVATE .. DAX_SHARED, docs/PROTOCOL.md §6.3).
 inline constexpr std::uint64_t MEMORY_TYPES_MASK_RFC = 0x1FF;
-/// The default /proc/<pid>/coredump_filter (spec §1.4), used as the task's own memory types.
+/// The default /proc/<pid>/coredump_filter (docs/PROTOCOL.md §7.2), used as the task's own memory types.
 inline constexpr std::uint64_t DEFAULT_COREDUMP_FILTER = 0x33;
 
 /// Moments of a session at which Options::hook, stalls and injections act.
@@ -81,19 +81,19 @@ struct Injection {
   std::vector<std::byte> bytes;  ///< what to send
 };
 
-/// Everything one simulated crash does. Defaults reproduce a 6.18 kernel (spec Appendix A):
+/// Everything one simulated crash does. Defaults reproduce a 6.18 kernel (docs/PROTOCOL.md §11.3):
 /// 16-byte request, size_ack 16, mask 0xF, plain byte stream.
 struct Options {
   /// Path of the server's listening socket (the part after "@@" in core_pattern).
   std::string socket_path;
 
-  /// Simulate plain "@" mode (spec §2.9): no request/ack/marker, the core is streamed right after
+  /// Simulate plain "@" mode (docs/PROTOCOL.md §9): no request/ack/marker, the core is streamed right after
   /// connect, then shutdown(SHUT_WR). Request, ack and mode options are then ignored.
   bool plain_mode = false;
   /// In plain mode, park on a 1-byte read after the stream, as with kernel.core_pipe_limit != 0.
   bool plain_wait = false;
 
-  // ---- The request (spec §2.2) ----
+  // ---- The request (docs/PROTOCOL.md §4.2) ----
   /// Bytes sent as the request: 16 (VER0), 32 (VER1), more (fields of a "newer kernel", zero
   /// padded) or fewer (hostile: a truncated request). The fields are the first bytes of a
   /// coredump_req; bytes beyond 32 are zero.
@@ -114,7 +114,7 @@ struct Options {
   std::optional<std::size_t> request_split_at;
   /// Pause between the two pieces of a split request.
   std::chrono::microseconds request_split_delay{0};
-  /// Value of COREDUMP_CLOSE_FILES on this simulated kernel (RFC; value not settled, spec §3.4).
+  /// Value of COREDUMP_CLOSE_FILES on this simulated kernel (RFC; value not settled, docs/PROTOCOL.md §6.4).
   /// Passed to kernel_ack_verdict(); 0 disables the flag entirely.
   std::uint64_t close_files_bit = protocol::COREDUMP_CLOSE_FILES_DEFAULT;
 
@@ -131,8 +131,9 @@ struct Options {
   RecordsOptions records;
 
   // ---- Faults ----
-  /// Simulate a SIGKILL mid-dump (spec §6 D18/F26): once this many stream bytes (headers included)
-  /// are out and more remain, stop, and close without shutdown and without END. WCOREDUMP clear.
+  /// Simulate a SIGKILL mid-dump (docs/PROTOCOL.md §6.2, §11.2 groups D and F): once this many
+  /// stream bytes (headers included) are out and more remain, stop, and close without shutdown and
+  /// without END. WCOREDUMP clear.
   std::optional<std::uint64_t> kill_after_bytes;
   /// Send this marker whatever the ack was (any u32, including values >= 5 no kernel defines yet),
   /// to test the daemon's handling of each refusal; the ack is still read in full first.
@@ -162,7 +163,7 @@ struct Options {
 enum class Outcome {
   ConnectFailed,    ///< connect() failed (ENOENT, ECONNREFUSED, EAGAIN = backlog full): no dump
   RequestFailed,    ///< sending the request failed (server gone): no dump
-  HungUpBeforeAck,  ///< EOF or error before a complete ack: no marker, close, no dump (§2.5 1, 3)
+  HungUpBeforeAck,  ///< EOF or error before a whole ack: no marker, close, no dump (docs/PROTOCOL.md §4.5 steps 1, 3)
   Refused,          ///< a non-zero marker was sent, then close: no dump
   MarkerFailed,     ///< sending the REQACK marker failed: the kernel gives up, no dump
   Rejected,         ///< REQACK for REJECT: closed right after the marker, WAIT ignored
@@ -176,7 +177,7 @@ enum class Outcome {
 /// snake_case name of an outcome ("connect_failed", "hung_up_before_ack", "dumped", ...).
 std::string_view outcome_name(Outcome outcome);
 
-/// How the WAIT read (spec §2.7) returned.
+/// How the WAIT read (docs/PROTOCOL.md §5.3) returned.
 enum class WaitEnd {
   None,     ///< no WAIT read was made
   Eof,      ///< the server closed or shut down its write side: the normal release
@@ -260,7 +261,7 @@ struct Result {
   bool server_sent_data = false;
   std::size_t unread_at_close = 0;   ///< bytes queued but unread when we closed (FIONREAD)
 
-  /// What the parent's wait status would show (spec §2.7): set after REQACK for KERNEL (even if the
+  /// What the parent's wait status would show (docs/PROTOCOL.md §5.5): set after REQACK for KERNEL (even if the
   /// server hung up mid-stream) and USERSPACE; clear for REJECT, refusals, no connection, and a
   /// SIGKILL during the dump (kill_after_bytes, or a timeout before the dump completed).
   bool wcoredump = false;

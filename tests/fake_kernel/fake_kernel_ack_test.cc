@@ -1,5 +1,5 @@
-// Every hostile or malformed ack of spec §6 C (rows 11–15) and the accepted sizes of §6 B row 9: the
-// marker the fake kernel sends and what the server reads next (ECONNRESET or EOF), per Appendix A.
+// Every hostile or malformed ack of docs/PROTOCOL.md §11.2 group C and the accepted sizes of group B: the
+// marker the fake kernel sends and what the server reads next (ECONNRESET or EOF), per §11.3.
 #include "tests/fake_kernel/fake_kernel.h"
 
 #include <sys/socket.h>
@@ -25,7 +25,7 @@ using protocol::COREDUMP_USERSPACE;
 using protocol::COREDUMP_WAIT;
 
 // ---------------------------------------------------------------------------------------------
-// Acks: spec §6 C rows 11–14 and B row 9, against Appendix A
+// Acks: docs/PROTOCOL.md §11.2 groups C and B, against §11.3
 
 struct AckCase {
   std::string name;

@@ -1,4 +1,4 @@
-// COREDUMP_CLOSE_FILES (spec §3.4): a helper process holds a flock(); the close-files callback
+// COREDUMP_CLOSE_FILES (docs/PROTOCOL.md §6.4): a helper process holds a flock(); the close-files callback
 // kills it; the server checks the lock is held during the handshake and free once the marker and
 // one byte (KERNEL) or the EOF (USERSPACE) arrived.
 #include "tests/fake_kernel/fake_kernel.h"
@@ -25,7 +25,7 @@ using protocol::COREDUMP_USERSPACE;
 using protocol::COREDUMP_WAIT;
 
 // ---------------------------------------------------------------------------------------------
-// CLOSE_FILES (spec §3.4): a helper process holds a flock; the callback kills it.
+// CLOSE_FILES (docs/PROTOCOL.md §6.4): a helper process holds a flock; the callback kills it.
 
 // A child process holding an exclusive flock() on `path` until killed.
 class LockHolder {
@@ -88,7 +88,7 @@ CloseFilesRun run_close_files(std::uint64_t ack_mask, std::uint64_t close_files_
   const bool kernel = ack_mask & COREDUMP_KERNEL;
   ScriptedServer server([&](ServerConn& c) {
     c.read_request();
-    out.free_before_ack = holder.lock_is_free();  // §5.1: fds still there during the handshake
+    out.free_before_ack = holder.lock_is_free();  // docs/PROTOCOL.md §5.4: fds still there during the handshake
     c.send(make_ack(16, ack_mask));
     if (c.read_marker() != 0u) return;
     if (kernel) {

@@ -1,5 +1,5 @@
-// RECORDS / SPARSE / MEMORY_TYPES streams over a socket (spec §3.2, §3.3, §6 F) and simulated
-// SIGKILL truncation.
+// RECORDS / SPARSE / MEMORY_TYPES streams over a socket (docs/PROTOCOL.md §6.2, §6.3, §11.2 group
+// F) and simulated SIGKILL truncation.
 #include "tests/fake_kernel/fake_kernel.h"
 
 #include <algorithm>
@@ -20,7 +20,7 @@ using protocol::COREDUMP_SPARSE;
 using protocol::COREDUMP_WAIT;
 
 // ---------------------------------------------------------------------------------------------
-// Records and sparse (spec §3.2, §6 F)
+// Records and sparse (docs/PROTOCOL.md §6.2, §11.2 group F)
 
 struct RecordsRun {
   Result result;
@@ -68,7 +68,7 @@ TEST(FakeKernelRecords, SparseStreamReassemblesToThePlainCore) {
 }
 
 TEST(FakeKernelRecords, RecordsWithoutSparseAckHaveNoZeroRecords) {
-  // SPARSE offered but not acked: the kernel elides nothing (spec §6 F25).
+  // SPARSE offered but not acked: the kernel elides nothing (docs/PROTOCOL.md §6.2).
   const auto core = CoreSource::pattern(32 * 4096, 8);
   const auto got = run_records(COREDUMP_KERNEL | COREDUMP_RECORDS, next_kernel,
                                [&](Options& o) { o.core = core; });
@@ -82,7 +82,8 @@ TEST(FakeKernelRecords, RecordsWithoutSparseAckHaveNoZeroRecords) {
 }
 
 TEST(FakeKernelRecords, KillMidStreamTruncatesWithoutEnd) {
-  // Spec §6 F26: SIGKILL after the first DATA record → EOF without END, WCOREDUMP clear, no WAIT.
+  // docs/PROTOCOL.md §6.2: SIGKILL after the first DATA record → EOF without END, WCOREDUMP clear,
+  // no WAIT.
   const auto core = CoreSource::pattern(16 * 4096);
   const auto got = run_records(COREDUMP_KERNEL | COREDUMP_RECORDS | COREDUMP_SPARSE | COREDUMP_WAIT,
                                next_kernel, [&](Options& o) {

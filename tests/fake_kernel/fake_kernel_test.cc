@@ -1,6 +1,6 @@
-// The fake kernel's session against scripted in-test servers: connection failures (spec §1.5), the
-// request (§2.2), the modes after REQACK (§2.7, §6 A, §6 C row 16), timeouts, stalls, injections
-// and hooks (§6 D), and the JSON form of a Result. Every wait is bounded.
+// The fake kernel's session against scripted in-test servers, by docs/PROTOCOL.md: connection
+// failures (§2.4), the request (§4.2), the modes after REQACK (§5, §11.2 groups A and C), timeouts,
+// stalls, injections and hooks (§11.2 group D), and the JSON form of a Result. Every wait is bounded.
 #include "tests/fake_kernel/fake_kernel.h"
 
 #include <sys/socket.h>
@@ -30,7 +30,7 @@ using protocol::COREDUMP_USERSPACE;
 using protocol::COREDUMP_WAIT;
 
 // ---------------------------------------------------------------------------------------------
-// Connection (spec §1.5)
+// Connection (docs/PROTOCOL.md §2.4)
 
 TEST(FakeKernelConnect, MissingSocketIsENOENT) {
   Options o;
@@ -61,7 +61,7 @@ TEST(FakeKernelConnect, BoundButNotListeningIsECONNREFUSED) {
 
 TEST(FakeKernelConnect, FullBacklogIsEAGAINLikeTheKernelsNonBlockingConnect) {
   ScriptedServer server(nullptr, /*backlog=*/0, /*accept=*/false);
-  // listen(fd, 0) admits one pending connection (spec §6 E22); take it.
+  // listen(fd, 0) admits one pending connection (docs/PROTOCOL.md §11.3); take it.
   ScopedFd first(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -73,7 +73,7 @@ TEST(FakeKernelConnect, FullBacklogIsEAGAINLikeTheKernelsNonBlockingConnect) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The request (spec §2.2, Appendix A)
+// The request (docs/PROTOCOL.md §4.2, §11.3)
 
 TEST(FakeKernelRequest, Ver0RequestIsTheObservedBytesInOneSend) {
   Seen seen;
@@ -186,7 +186,7 @@ TEST(FakeKernelRequest, SplitRequestArrivesInTwoPieces) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Basic modes (spec §6 A, §2.7, §6 C row 16)
+// Basic modes (docs/PROTOCOL.md §5, §11.2 groups A and C)
 
 TEST(FakeKernelModes, KernelWaitStreamsTheExactCoreAndParksUntilClose) {
   Seen seen;
@@ -315,7 +315,7 @@ TEST(FakeKernelModes, UserspaceWaitSendsZeroBytesAndParks) {
 }
 
 TEST(FakeKernelModes, ExtraBytesAfterTheAckSkipWaitAndResetTheServer) {
-  // Spec §6 C row 16 / Appendix A: full dump, then ECONNRESET instead of EOF, WAIT not honoured.
+  // docs/PROTOCOL.md §5.3, §11.3: full dump, then ECONNRESET instead of EOF, WAIT not honoured.
   Seen seen;
   ScriptedServer server([&](ServerConn& c) {
     c.read_request();
@@ -356,7 +356,7 @@ TEST(FakeKernelModes, ServerClosingMidStreamAbortsTheDumpButKeepsWcoredump) {
   EXPECT_EQ(r.outcome, Outcome::StreamAborted) << describe(r);
   EXPECT_FALSE(r.stream_complete);
   EXPECT_LT(r.bytes_streamed, o.core.size());
-  EXPECT_TRUE(r.wcoredump);  // Appendix A: "server closes after ~100 KiB of 256 MiB → WCOREDUMP=1"
+  EXPECT_TRUE(r.wcoredump);  // docs/PROTOCOL.md §5.5, §11.3: set although the server hung up mid-stream
   EXPECT_FALSE(r.timed_out);
 }
 
@@ -387,7 +387,7 @@ TEST(FakeKernelModes, PlainAtModeStreamsTheElfMagicFirst) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Timeouts, stalls, injections, hooks (spec §6 D)
+// Timeouts, stalls, injections, hooks (docs/PROTOCOL.md §11.2 group D)
 
 TEST(FakeKernelTiming, ServerThatNeverAcksTimesOutWithoutMarker) {
   ReadEnd rest;

@@ -1,8 +1,8 @@
-// Encoding a core as COREDUMP_RECORDS (spec §3.2, NEXT numbering), as the kernel would stream it
+// Encoding a core as COREDUMP_RECORDS (docs/PROTOCOL.md §6.2, NEXT numbering), as the kernel would stream it
 // after acking RECORDS (and, optionally, SPARSE) — plus deliberate faults for hostile-stream tests.
 //
 // protocol/ has no record types yet (the daemon's reader will add its own); the layout below is the
-// one of spec §3.2, and decode_records() is a strict reference reader for the tests.
+// one of docs/PROTOCOL.md §6.2, and decode_records() is a strict reference reader for the tests.
 #pragma once
 
 #include <cstddef>
@@ -16,17 +16,17 @@
 
 namespace coredumpd::fake_kernel {
 
-/// COREDUMP_RECORD_HEADER_SIZE_VER0 (spec §3.2).
+/// COREDUMP_RECORD_HEADER_SIZE_VER0 (docs/PROTOCOL.md §6.2).
 inline constexpr std::uint32_t RECORD_HEADER_SIZE_VER0 = 32;
 
-/// Record types of the NEXT numbering (spec §3.2). RFC v1's DATA=0/ZERO=1/no-END is not produced.
+/// Record types of the NEXT numbering (docs/PROTOCOL.md §6.2). RFC v1's DATA=0/ZERO=1/no-END is not produced.
 enum class RecordType : std::uint32_t {
   Data = 0,  ///< COREDUMP_RECORD_DATA: `len` literal core bytes follow the header
   End = 1,   ///< COREDUMP_RECORD_END: no payload, len 0, offset = total core size; last on the wire
   Zero = 2,  ///< COREDUMP_RECORD_ZERO: no payload, `len` zero bytes at `offset` (SPARSE only)
 };
 
-/// struct coredump_record_header (spec §3.2), host byte order, no padding.
+/// struct coredump_record_header (docs/PROTOCOL.md §6.2), host byte order, no padding.
 struct RecordHeader {
   std::uint32_t size;    ///< header size sent (>= 32); covers the header only, not the payload
   std::uint32_t type;    ///< RecordType (or anything, for fault injection)
@@ -55,7 +55,7 @@ struct RecordFault {
 struct RecordsOptions {
   /// Emit ZERO records for page-aligned, all-zero, whole pages (set only when SPARSE was acked).
   bool sparse = false;
-  /// The kernel's sparse granularity (spec §3.2: pages). Must be > 0.
+  /// The kernel's sparse granularity (docs/PROTOCOL.md §6.2: pages). Must be > 0.
   std::uint32_t page_size = 4096;
   /// Largest DATA payload per record; rounded down to a multiple of page_size (minimum one page).
   std::size_t max_data_len = 64 * 1024;
@@ -118,7 +118,7 @@ struct DecodedStream {
   std::string error;                   ///< first protocol violation (empty if none); reading stops
 };
 
-/// Reference reader for tests, applying spec §3.2's server rules: header size >= 32 (extra bytes
+/// Reference reader for tests, applying docs/PROTOCOL.md §6.2's rules: header size >= 32 (extra bytes
 /// skipped), known type, flags 0, contiguous offsets, ZERO only if `sparse_acked`, END with len 0,
 /// nothing after END. A stream that ends without END is reported with saw_end == false and no error.
 /// `max_core` bounds the reassembled size (refused beyond it).

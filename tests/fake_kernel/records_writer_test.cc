@@ -1,4 +1,4 @@
-// RecordsWriter / decode_records / CoreSource: the record encoding of spec §3.2 without sockets.
+// RecordsWriter / decode_records / CoreSource: the record encoding of docs/PROTOCOL.md §6.2 without sockets.
 #include "tests/fake_kernel/records_writer.h"
 
 #include <fcntl.h>
@@ -135,7 +135,7 @@ TEST(RecordsWriter, SparseMergesZeroPagesAndKeepsThePartialTailAsData) {
 }
 
 TEST(RecordsWriter, SparseCoreTouchedAtBothEndsIsSmallOnTheWire) {
-  // spec §6 F24 in miniature: 32 MiB, data only in the first and last page.
+  // the sparse case of docs/PROTOCOL.md §11.2 group F in miniature: 32 MiB, data only in the first and last page.
   const auto core = CoreSource::pattern(32ULL << 20, 1ULL << 40, kPage, 0, /*data_last_page=*/true);
   RecordsOptions o;
   o.sparse = true;

@@ -3,7 +3,7 @@
 // another exception (which would escape main() or, on SIGHUP, kill a running daemon) or a crash.
 //
 // Input: the text of the file. On success the values must be within their documented ranges, the
-// default policy must negotiate an ack the kernel accepts (spec §2.5) with a kernel offering all,
+// default policy must negotiate an ack the kernel accepts (docs/PROTOCOL.md §4.5) with a kernel offering all,
 // and the effective configuration `coredumpd --check-config` prints (config_to_json()) must dump as
 // JSON, load back without error and print the same again, with the same retention quotas.
 #include <cstddef>

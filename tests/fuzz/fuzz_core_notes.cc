@@ -1,4 +1,4 @@
-// libFuzzer target: the streaming ELF core note scanner (protocol/core_notes.h, spec §5.2).
+// libFuzzer target: the streaming ELF core note scanner (protocol/core_notes.h, docs/PROTOCOL.md §8).
 //
 // Input: [cap][chunking prefix (fuzz_util.h)][ELF core stream]
 //   cap: 0 = the default 32 MiB cap, 0xff = a zero cap, else cap * 64 bytes

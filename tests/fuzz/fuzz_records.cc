@@ -1,4 +1,4 @@
-// libFuzzer target: the COREDUMP_RECORDS stream decoder (protocol/records.h, spec §3.2).
+// libFuzzer target: the COREDUMP_RECORDS stream decoder (protocol/records.h, docs/PROTOCOL.md §6.2).
 //
 // Input: [flags][chunking prefix (fuzz_util.h)][record stream]
 //   flags bit 0: SPARSE was acked (ZERO records allowed)

@@ -1,5 +1,5 @@
 // libFuzzer target: a coredump_req as the kernel (or anyone able to connect) sends it, the ack we
-// negotiate for it, and the marker we interpret afterwards (spec §2.2–§2.6, §3.1).
+// negotiate for it, and the marker we interpret afterwards (docs/PROTOCOL.md §4.2–§4.6, §6.1).
 //
 // Input: [request: `size` bytes, its first 4 bytes being the size field][policy tail]
 // The request takes as many bytes as its size field says (fewer if the input is shorter, like a

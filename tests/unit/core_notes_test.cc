@@ -24,7 +24,7 @@
 namespace coredumpd::protocol {
 namespace {
 
-// The scanner's descriptor offsets come from spec §5.2; glibc's <sys/procfs.h> and <signal.h> are an
+// The scanner's descriptor offsets come from docs/PROTOCOL.md §8; glibc's <sys/procfs.h> and <signal.h> are an
 // independent source for the same x86_64 layouts, and the synthetic notes below are built from them.
 static_assert(sizeof(elf_prstatus) == 336);
 static_assert(offsetof(elf_prstatus, pr_cursig) == 12);

@@ -264,7 +264,7 @@ TEST(Negotiate, RandomOffersNeverYieldARefusedAck) {
   }
 }
 
-// The kernel's side (spec §2.5, Appendix A rows).
+// The kernel's side (docs/PROTOCOL.md §4.5, §11.3).
 TEST(KernelVerdict, SizeField) {
   const auto req = ver0_request();
   EXPECT_EQ(cp::kernel_size_verdict(req, 8), cp::Marker::MINSIZE);

@@ -1,4 +1,4 @@
-// Unit tests of the COREDUMP_RECORDS decoder (spec §3.2).
+// Unit tests of the COREDUMP_RECORDS decoder (docs/PROTOCOL.md §6.2).
 #include <gtest/gtest.h>
 
 #include <cstring>
