@@ -26,7 +26,8 @@ DumpVerdict judge_dump(const DrainReport& d, const CompressReport& c) {
   }
   std::string truncation;
   if (!d.stream.eof) truncation = d.stream.error;
-  else if (d.records && !d.records_ended) truncation = "record stream ended without an END record (task killed mid-dump?)";
+  else if (d.records && !d.records_ended)
+    truncation = "record stream ended without an END record (task killed mid-dump?)";
   const bool cut = d.spooled < d.total;
   v.stored_size = c.stored;
   if (!truncation.empty() || cut) {

@@ -281,7 +281,8 @@ void Session::on_marker() {
     forward_failed("the receiver hung up before the marker");
   }
   if (!marker.accepted)
-    return end(Outcome::RefusedByKernel, std::string("kernel marker ") + std::string(marker.name) + ": " + marker.reason);
+    return end(Outcome::RefusedByKernel,
+               std::string("kernel marker ") + std::string(marker.name) + ": " + marker.reason);
 
   switch (negotiation_.mode) {
     case protocol::Mode::Reject:
@@ -313,7 +314,8 @@ void Session::hand_off_dump() {
 void Session::on_deadline() {
   switch (state_) {
     case State::ReadingRequest:
-      return end(Outcome::HandshakeTimeout, "no complete coredump_req within " + std::to_string(config_->handshake_timeout.count()) + " ms");
+      return end(Outcome::HandshakeTimeout,
+                 "no complete coredump_req within " + std::to_string(config_->handshake_timeout.count()) + " ms");
     case State::Collecting:
       // The task must not stay frozen past the deadline: ack with whatever was collected.
       facts_.errors["collect"] = "handshake deadline reached; acked without the remaining metadata";
@@ -331,7 +333,7 @@ void Session::on_deadline() {
     case State::SendingAck:
     case State::ReadingMarker:
       return end(Outcome::HandshakeTimeout, "peer did not answer the coredump_ack within " +
-                   std::to_string(config_->handshake_timeout.count()) + " ms");
+                                                std::to_string(config_->handshake_timeout.count()) + " ms");
     case State::Done:
       return;
   }

@@ -3,6 +3,8 @@
 // record a kept core.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "daemon/dump/outcome.h"
 
 using namespace coredumpd;
@@ -24,15 +26,20 @@ CompressReport stored(std::uint64_t bytes = 300) {
   return c;
 }
 
+// Checks every field of `v` and the counter it goes to.
+void expect_verdict(const DumpVerdict& v, DumpState state, const std::string& reason, std::uint64_t stored_size,
+                    bool forward_fallback, Outcome outcome) {
+  EXPECT_EQ(v.state, state);
+  EXPECT_EQ(v.reason, reason);
+  EXPECT_EQ(v.stored_size, stored_size);
+  EXPECT_EQ(v.forward_fallback, forward_fallback);
+  EXPECT_EQ(v.outcome(), outcome);
+}
+
 }  // namespace
 
 TEST(DumpOutcome, WholeStreamStoredIsComplete) {
-  const auto v = judge_dump(whole_stream(), stored());
-  EXPECT_EQ(v.state, DumpState::Complete);
-  EXPECT_EQ(v.reason, "");
-  EXPECT_EQ(v.stored_size, 300u);
-  EXPECT_FALSE(v.forward_fallback);
-  EXPECT_EQ(v.outcome(), Outcome::Stored);
+  expect_verdict(judge_dump(whole_stream(), stored()), DumpState::Complete, "", 300, false, Outcome::Stored);
 }
 
 TEST(DumpOutcome, WholeRecordStreamWithEndIsComplete) {
@@ -46,11 +53,8 @@ TEST(DumpOutcome, StreamStoppedBeforeEofIsTruncatedWithTheDrainsReason) {
   auto d = whole_stream();
   d.stream.eof = false;
   d.stream.error = "core stream stalled for 100 ms";
-  const auto v = judge_dump(d, stored());
-  EXPECT_EQ(v.state, DumpState::Truncated);
-  EXPECT_EQ(v.reason, "core stream stalled for 100 ms");
-  EXPECT_EQ(v.stored_size, 300u);
-  EXPECT_EQ(v.outcome(), Outcome::Truncated);
+  expect_verdict(judge_dump(d, stored()), DumpState::Truncated, "core stream stalled for 100 ms", 300, false,
+                 Outcome::Truncated);
 }
 
 TEST(DumpOutcome, RecordStreamWithoutEndIsTruncated) {
@@ -83,11 +87,8 @@ TEST(DumpOutcome, ShortStreamReasonWinsOverTheCut) {
 TEST(DumpOutcome, CompressionErrorFails) {
   CompressReport c;
   c.error = "writing the core: No space left on device";
-  const auto v = judge_dump(whole_stream(), c);
-  EXPECT_EQ(v.state, DumpState::Failed);
-  EXPECT_EQ(v.reason, "writing the core: No space left on device");
-  EXPECT_EQ(v.stored_size, 0u);
-  EXPECT_EQ(v.outcome(), Outcome::Failed);
+  expect_verdict(judge_dump(whole_stream(), c), DumpState::Failed, "writing the core: No space left on device", 0,
+                 false, Outcome::Failed);
 }
 
 TEST(DumpOutcome, SpoolErrorFailsAndNamesTheSpoolFirst) {
@@ -107,10 +108,8 @@ TEST(DumpOutcome, MalformedRecordStreamFailsEvenWhenCutShort) {
   d.record_error = "unknown record type 7";
   d.stream.eof = false;  // the drain stopped at the bad record
   d.total = 5000;
-  const auto v = judge_dump(d, stored());
-  EXPECT_EQ(v.state, DumpState::Failed);
-  EXPECT_EQ(v.reason, "malformed record stream: unknown record type 7");
-  EXPECT_EQ(v.stored_size, 0u);
+  expect_verdict(judge_dump(d, stored()), DumpState::Failed, "malformed record stream: unknown record type 7", 0, false,
+                 Outcome::Failed);
 }
 
 TEST(DumpOutcome, DeliveredForwardIsForwardedWithoutACore) {
@@ -119,12 +118,7 @@ TEST(DumpOutcome, DeliveredForwardIsForwardedWithoutACore) {
   d.forward.delivered = true;
   d.forward.bytes = 1000;
   CompressReport c;  // nothing compressed: the receiver has the core
-  const auto v = judge_dump(d, c);
-  EXPECT_EQ(v.state, DumpState::Forwarded);
-  EXPECT_EQ(v.reason, "");
-  EXPECT_EQ(v.stored_size, 0u);
-  EXPECT_FALSE(v.forward_fallback);
-  EXPECT_EQ(v.outcome(), Outcome::Forwarded);
+  expect_verdict(judge_dump(d, c), DumpState::Forwarded, "", 0, false, Outcome::Forwarded);
 }
 
 TEST(DumpOutcome, FailedForwardFallsBackToTheHostsStore) {
@@ -163,10 +157,7 @@ TEST(DumpOutcome, CoreTheIndexCannotRecordBecomesFailed) {
   d.forward.attempted = true;
   const auto kept = judge_dump(d, stored());
   ASSERT_EQ(kept.state, DumpState::Truncated);
-  const auto v = core_not_indexed(kept);
-  EXPECT_EQ(v.state, DumpState::Failed);
-  EXPECT_EQ(v.reason, "the index could not record the stored core (store full?); core deleted");
-  EXPECT_EQ(v.stored_size, 0u);
-  EXPECT_TRUE(v.forward_fallback) << "still counted as a fallback";
-  EXPECT_EQ(v.outcome(), Outcome::Failed);
+  // Still counted as a fallback.
+  expect_verdict(core_not_indexed(kept), DumpState::Failed,
+                 "the index could not record the stored core (store full?); core deleted", 0, true, Outcome::Failed);
 }
