@@ -2,9 +2,9 @@
 //
 // Compressing random-looking memory (encrypted buffers, media, already-compressed data) costs a
 // CPU and a second full write of the core for a file no smaller. The drain hands this a slice of
-// the spool blocks it fills anyway (dump_job.cc: one per 16 MiB); if zstd at its fastest
+// the spool blocks it fills anyway (drain.cc: one per 16 MiB); if zstd at its fastest
 // level shrinks them by less than kRawThresholdPercent, the spool itself is kept as the stored
-// core (dump_job.cc).
+// core (compress_stage.cc).
 #pragma once
 
 #include <zstd.h>

@@ -1,8 +1,11 @@
 // The second half of a KERNEL-mode dump, in two stages that run side by side:
 //   drain    (dump pool):        socket -> note scanner + spool; post-dump collectors; hang up,
-//                                which releases the task. Runs at the kernel's emit rate.
-//   compress (compressor pool):  spool -> zstd -> core file; commit; index row. Runs behind the
-//                                drain, at lower CPU priority, and never makes the kernel wait.
+//                                which releases the task. Runs at the kernel's emit rate. drain.h
+//   compress (compressor pool):  spool -> zstd -> core file; commit. Runs behind the drain, at
+//                                lower CPU priority, and never makes the kernel wait. compress_stage.h
+//   finalize (compressor pool):  the verdict (outcome.h, pure) -> index row, counters, log. finalize.h
+// They share a Handoff (handoff.h): the spool while the core streams in, then, once, the job and
+// the drain's DrainReport (stage_reports.h).
 #pragma once
 
 #include <sys/types.h>

@@ -182,7 +182,7 @@ void Server::accept_next() {
       // EMFILE/ENFILE/ENOMEM: keep accepting; the kernel's queued connection stays in the backlog.
       spdlog::error("accept failed: {}", ec.message());
     } else {
-      ++stats_.accepted;
+      stats_.count(Outcome::Accepted);
       std::make_shared<Session>(*ctx_, std::move(socket), now_us())->start();
     }
     accept_next();

@@ -10,13 +10,13 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
 #include "daemon/dump/dump_job.h"
 #include "daemon/report/log_limiter.h"
 #include "daemon/report/logging.h"
-#include "daemon/dump/store_health.h"
 #include "daemon/proc/proc_dir.h"
 #include "protocol/marker.h"
 #include "protocol/relay.h"
@@ -78,17 +78,16 @@ void Session::start() {
       // Only a process outside our pid namespace (the host, when we run in a container) shows as
       // pid 0; accept_forwarded says such a peer is a forwarding coredumpd (daemon/forward/forward.h).
       forwarded_peer_ = true;
-      ++ctx_.stats.forwarded_in;
+      ctx_.stats.count(Outcome::ForwardedIn);
       record_.extra["forwarded_from_host"] = {{"peer_uid", peer_.cred_uid}, {"peer_gid", peer_.cred_gid}};
       spdlog::info("{}: accepting a crash forwarded by a process outside our pid namespace (uid {})", record_.id,
                    peer_.cred_uid);
     } else if (!config_->allow_unverified_peers) {
-      ++ctx_.stats.impostors;
       quiet_ = !log_limiter().allow("impostor");
       const std::string why = peer_.info ? "coredump_mask " + std::to_string(peer_.info->coredump_mask) +
                                                " lacks PIDFD_COREDUMPED"
                                          : peer_.error;
-      return abort("refused peer pid " + std::to_string(peer_.cred_pid) + " uid " +
+      return end(Outcome::Impostor, "refused peer pid " + std::to_string(peer_.cred_pid) + " uid " +
                    std::to_string(peer_.cred_uid) + ": not a crashing task (" + why + ")");
     } else {
       record_.extra["unverified_peer"] = true;
@@ -107,17 +106,11 @@ void Session::start() {
 void Session::read_request_size() {
   asio::async_read(socket_, asio::buffer(req_buf_.data(), 4), [self = shared_from_this()](error_code ec, std::size_t) {
     if (self->state_ != State::ReadingRequest) return;
-    if (ec) {
-      ++self->ctx_.stats.bad_requests;
-      return self->abort("no coredump_req: " + ec.message());
-    }
+    if (ec) return self->end(Outcome::BadRequest, "no coredump_req: " + ec.message());
     std::string error;
     const auto size = protocol::peek_size_field(std::span<const std::byte, 4>(self->req_buf_.data(), 4));
     const auto layout = protocol::plan_request_read(size, error);
-    if (!layout) {
-      ++self->ctx_.stats.bad_requests;
-      return self->abort("malformed request: " + error);
-    }
+    if (!layout) return self->end(Outcome::BadRequest, "malformed request: " + error);
     self->read_request_body(layout->known, layout->discard);
   });
 }
@@ -126,10 +119,7 @@ void Session::read_request_body(std::uint32_t known, std::uint32_t discard) {
   asio::async_read(socket_, asio::buffer(req_buf_.data() + 4, known - 4),
                    [self = shared_from_this(), known, discard](error_code ec, std::size_t) {
                      if (self->state_ != State::ReadingRequest) return;
-                     if (ec) {
-                       ++self->ctx_.stats.bad_requests;
-                       return self->abort("truncated coredump_req: " + ec.message());
-                     }
+                     if (ec) return self->end(Outcome::BadRequest, "truncated coredump_req: " + ec.message());
                      self->req_ = protocol::decode_request(std::span(self->req_buf_.data(), known));
                      self->discard_request_tail(discard);
                    });
@@ -142,7 +132,7 @@ void Session::discard_request_tail(std::uint32_t discard) {
   asio::async_read(socket_, asio::buffer(discard_buf_.data(), chunk),
                    [self = shared_from_this(), discard, chunk](error_code ec, std::size_t) {
                      if (self->state_ != State::ReadingRequest) return;
-                     if (ec) return self->abort("truncated coredump_req tail: " + ec.message());
+                     if (ec) return self->end(Outcome::HungUp, "truncated coredump_req tail: " + ec.message());
                      self->discard_request_tail(discard - static_cast<std::uint32_t>(chunk));
                    });
 }
@@ -213,107 +203,6 @@ void Session::on_collected(HandshakeFacts facts) {
   maybe_forward();
 }
 
-void Session::decide() {
-  record_.comm = facts_.comm;
-  record_.exe = facts_.exe;
-  record_.argv = facts_.argv;
-  record_.cwd = facts_.cwd;
-  record_.cgroup = facts_.cgroup;
-  record_.hostname = facts_.hostname;
-  if (!facts_.errors.empty()) record_.extra["collect_errors"] = facts_.errors;
-  record_.extra["collect_timings_us"] = facts_.timings_us;
-  if (facts_.rlimit_core) record_.extra["rlimit_core"] = *facts_.rlimit_core;
-
-  record_.extra["proc"] = facts_.proc;
-
-  // Policy: the first matching rule, else the defaults; decided now, while the task is frozen.
-  ContainerInputs inputs;
-  inputs.cgroup = facts_.cgroup;
-  inputs.namespaces = facts_.proc.value("namespaces", nlohmann::json::object());
-  inputs.host_namespaces = ctx_.host_namespaces;
-  inputs.status = facts_.status;
-  inputs.uid_map = facts_.uid_map;
-  inputs.gid_map = facts_.gid_map;
-  inputs.hostname = facts_.hostname;
-  const ContainerInfo container = identify_container(inputs);
-  record_.extra["container"] = to_json(container);
-  const auto decision = select_policy(config_->defaults, config_->rules, record_, container);
-  policy_ = decision.policy;
-  rule_ = decision.rule;
-  container_key_ = container_key(container);
-  record_.extra["rule"] = decision.rule;
-  if (policy_.capture_environ) {
-    auto env = nlohmann::json::array();
-    for (const auto& e : facts_.environ) env.push_back(bytes_to_json(e));
-    record_.extra["environ"] = std::move(env);
-  }
-}
-
-void Session::maybe_forward() {
-  if (policy_.action != Action::Forward) return send_ack();
-  record_.extra["forward"] = {{"socket", policy_.forward_socket}};
-  std::string why;
-  if (wants_for(policy_, facts_, why).mode != protocol::Mode::Kernel) {
-    // RLIMIT_CORE or max_core_bytes say no core: nothing to forward; the record says why.
-    record_.extra["forward"]["skipped"] = why;
-    return send_ack();
-  }
-  if (ctx_.dumps_in_flight.load() >= config_->max_concurrent_dumps) return send_ack();  // overload path
-  state_ = State::Forwarding;
-  // Resolving a path inside the container's file system may block: not on the io thread.
-  const int pidfd = peer_.pidfd.get();  // owned by peer_, which lives as long as `self`
-  const auto pid = static_cast<pid_t>(record_.pid);
-  asio::post(ctx_.collectors, [self = shared_from_this(), pidfd, pid, path = policy_.forward_socket] {
-    std::string error;
-    UniqueFd fd = open_forward_socket(pidfd, pid, path, error);
-    asio::post(self->ctx_.io, [self, fd = std::make_shared<UniqueFd>(std::move(fd)), error] {
-      self->on_forward_socket(std::move(*fd), error);
-    });
-  });
-}
-
-void Session::on_forward_socket(UniqueFd fd, const std::string& error) {
-  if (state_ != State::Forwarding) return;  // the deadline overtook us
-  if (!fd) {
-    forward_failed(error);
-    return send_ack();
-  }
-  // What is left of the handshake budget, keeping a tenth of it for our own ack.
-  const auto deadline = accepted_at_ + config_->handshake_timeout * 9 / 10;
-  ReceiverHandshake::start(ctx_.io, std::move(fd), protocol::receiver_request(req_, config_->close_files_bit),
-                           config_->close_files_bit, deadline,
-                           [self = shared_from_this()](std::optional<ReceiverLink> link, std::string why) {
-                             self->on_receiver(std::move(link), why);
-                           });
-}
-
-void Session::on_receiver(std::optional<ReceiverLink> link, const std::string& error) {
-  if (state_ != State::Forwarding) return;  // acked without it: dropping `link` hangs up on the receiver
-  if (!link) {
-    forward_failed(error);
-    return send_ack();
-  }
-  if (link->ack.mask & protocol::COREDUMP_REJECT) {
-    // The kernel's answer to a valid REJECT is REQACK and a hang-up; the crash is still ours to keep.
-    send_marker(link->socket.get(), static_cast<std::uint32_t>(protocol::Marker::REQACK));
-    forward_failed("the receiver answered REJECT");
-    return send_ack();
-  }
-  record_.extra["forward"]["receiver_ack"] = {{"size", link->ack.size}, {"mask", link->ack.mask},
-                                              {"memory_types", link->ack.memory_types}};
-  receiver_ = std::move(link);
-  send_ack();
-}
-
-void Session::forward_failed(const std::string& why) {
-  ++ctx_.stats.forward_fallbacks;
-  record_.extra["forward"]["outcome"] = "fallback";
-  record_.extra["forward"]["error"] = why;
-  if (log_limiter().allow("forward failed"))
-    spdlog::warn("pid {} ({}): forwarding to {} failed: {}; the host handles the crash", record_.pid, record_.id,
-                 escape_for_log(policy_.forward_socket), escape_for_log(why));
-}
-
 void Session::send_ack() {
   state_ = State::SendingAck;
   std::string why;
@@ -329,10 +218,7 @@ void Session::send_ack() {
   if (!why.empty()) record_.reason = why;
   std::string error;
   auto negotiation = protocol::negotiate(req_, wants, config_->close_files_bit, error);
-  if (!negotiation) {
-    ++ctx_.stats.bad_requests;
-    return abort("cannot build an ack: " + error);
-  }
+  if (!negotiation) return end(Outcome::BadRequest, "cannot build an ack: " + error);
   negotiation_ = *negotiation;
   if (receiver_ && !protocol::same_stream(negotiation_.ack, receiver_->ack, config_->close_files_bit)) {
     // Cannot happen for an ack the kernel's rules accepted; never relay a stream it did not ask for.
@@ -349,10 +235,8 @@ void Session::send_ack() {
 
   // Self-check: never send an ack the kernel's own validation would refuse.
   const auto wire = protocol::ack_bytes(negotiation_.ack);
-  if (protocol::kernel_ack_verdict(req_, wire, config_->close_files_bit) != protocol::Marker::REQACK) {
-    ++ctx_.stats.bad_requests;
-    return abort("internal error: built an ack the kernel would refuse");
-  }
+  if (protocol::kernel_ack_verdict(req_, wire, config_->close_files_bit) != protocol::Marker::REQACK)
+    return end(Outcome::BadRequest, "internal error: built an ack the kernel would refuse");
   record_.extra["handshake_us"] = elapsed_us(accepted_at_);
   record_.extra["negotiation"] = {
       {"offered", negotiation_.offered},
@@ -366,53 +250,11 @@ void Session::send_ack() {
   };
   asio::async_write(socket_, asio::buffer(wire.data(), wire.size()), [self = shared_from_this()](error_code ec, std::size_t) {
     if (self->state_ != State::SendingAck) return;
-    if (ec) return self->abort("sending coredump_ack: " + ec.message());
+    if (ec) return self->end(Outcome::HungUp, "sending coredump_ack: " + ec.message());
     self->read_marker();
   });
 }
 
-// The rule's rate limit, counted per (rule, container, executable): a crash beyond it gets a
-// metadata-only record saying so and how many were suppressed, instead of a core.
-void Session::apply_rate_limit(protocol::Wants& wants, std::string& why, const std::string& rule,
-                               const std::string& container) {
-  if (!policy_.rate_limit) return;
-  const auto& limit = *policy_.rate_limit;
-  const auto v = ctx_.rate_limiter.admit(rule, container, record_.exe, limit);
-  if (v.admitted) return;
-  ++ctx_.stats.rate_limited;
-  wants.mode = protocol::Mode::Userspace;
-  wants.wait = false;
-  why = "rate limit: over " + std::to_string(limit.burst) + " dumps in " + std::to_string(limit.interval.count()) +
-        " s for rule \"" + rule + "\" in " + container + "; " + std::to_string(v.suppressed) +
-        " suppressed since the last stored dump";
-  record_.extra["rate_limited"] = {{"rule", rule},
-                                   {"container", container},
-                                   {"burst", limit.burst},
-                                   {"interval_s", limit.interval.count()},
-                                   {"suppressed", v.suppressed},
-                                   {"suppressed_total", v.suppressed_total}};
-  if (log_limiter().allow("rate limit"))
-    spdlog::warn("pid {} ({}): {}", record_.pid, escape_for_log(record_.exe), escape_for_log(why));
-}
-
-// A core the store cannot take, or one beyond capacity, must not make the kernel stream: decide
-// before the ack. Checks are a couple of syscalls; a full store is the vacuum's business.
-void Session::refuse_core_if_unable(protocol::Wants& wants, std::string& why) {
-  if (auto problem = store_problem(ctx_.store_dirfd)) {
-    ++ctx_.stats.store_unavailable;
-    wants.mode = protocol::Mode::Reject;
-    why = *problem;
-    if (log_limiter().allow("store unavailable")) spdlog::error("pid {}: rejecting the dump: {}", record_.pid, why);
-    return;
-  }
-  if (ctx_.dumps_in_flight.load() >= config_->max_concurrent_dumps) {
-    ++ctx_.stats.overloaded;
-    wants.mode = config_->overload_action == Action::Reject ? protocol::Mode::Reject : protocol::Mode::Userspace;
-    wants.wait = false;
-    why = "overload: " + std::to_string(config_->max_concurrent_dumps) + " dumps already in flight";
-    if (log_limiter().allow("overload")) spdlog::warn("pid {}: {}", record_.pid, why);
-  }
-}
 
 void Session::read_marker() {
   state_ = State::ReadingMarker;
@@ -423,13 +265,7 @@ void Session::read_marker() {
   });
   asio::async_read(socket_, asio::buffer(marker_buf_), [self = shared_from_this()](error_code ec, std::size_t) {
     if (self->state_ != State::ReadingMarker) return;
-    if (ec) {
-      ++self->ctx_.stats.refused_by_kernel;
-      self->record_.state = DumpState::Failed;
-      self->record_.reason = "no marker after the ack: " + ec.message();
-      self->record_async();
-      return self->abort(self->record_.reason);
-    }
+    if (ec) return self->end(Outcome::RefusedByKernel, "no marker after the ack: " + ec.message());
     self->on_marker();
   });
 }
@@ -444,38 +280,27 @@ void Session::on_marker() {
     receiver_.reset();
     forward_failed("the receiver hung up before the marker");
   }
-  if (!marker.accepted) {
-    receiver_.reset();
-    ++ctx_.stats.refused_by_kernel;
-    record_.state = DumpState::Failed;
-    record_.reason = std::string("kernel marker ") + std::string(marker.name) + ": " + marker.reason;
-    record_async();
-    return abort(record_.reason);
-  }
+  if (!marker.accepted)
+    return end(Outcome::RefusedByKernel,
+               std::string("kernel marker ") + std::string(marker.name) + ": " + marker.reason);
 
   switch (negotiation_.mode) {
     case protocol::Mode::Reject:
-      ++ctx_.stats.rejected;
-      record_.state = DumpState::Rejected;
-      record_async();
-      return abort("dump rejected (" + record_.reason + ")", false);
+      return end(Outcome::Rejected, "dump rejected (" + record_.reason + ")");
     case protocol::Mode::Userspace:
       if (receiver_) {  // the receiver chose USERSPACE: it has what it asked for (no bytes)
         ::shutdown(receiver_->socket.get(), SHUT_WR);
         receiver_.reset();
-        ++ctx_.stats.forwarded;
-        record_.state = DumpState::Forwarded;
         record_.extra["forward"]["outcome"] = "delivered";
-        record_async();
-        return abort("forwarded (userspace mode) to " + policy_.forward_socket, false);
+        return end(Outcome::Forwarded, "forwarded (userspace mode) to " + policy_.forward_socket);
       }
-      ++ctx_.stats.metadata_only;
-      record_.state = DumpState::MetadataOnly;
-      record_async();
-      return abort("metadata-only record (" + record_.reason + ")", false);
+      return end(Outcome::MetadataOnly, "metadata-only record (" + record_.reason + ")");
     case protocol::Mode::Kernel:
-      break;
+      return hand_off_dump();
   }
+}
+
+void Session::hand_off_dump() {
   ++ctx_.dumps_in_flight;
   DumpJob job{UniqueFd(socket_.release()), std::move(peer_.pidfd), std::move(record_), std::move(facts_),
               negotiation_, policy_, config_, shared_from_this(),
@@ -489,12 +314,12 @@ void Session::on_marker() {
 void Session::on_deadline() {
   switch (state_) {
     case State::ReadingRequest:
-      ++ctx_.stats.handshake_timeouts;
-      return abort("no complete coredump_req within " + std::to_string(config_->handshake_timeout.count()) + " ms");
+      return end(Outcome::HandshakeTimeout,
+                 "no complete coredump_req within " + std::to_string(config_->handshake_timeout.count()) + " ms");
     case State::Collecting:
       // The task must not stay frozen past the deadline: ack with whatever was collected.
       facts_.errors["collect"] = "handshake deadline reached; acked without the remaining metadata";
-      ++ctx_.stats.handshake_timeouts;
+      ctx_.stats.count(Outcome::HandshakeTimeout);  // on the way: the crash is still acked
       decide();
       if (policy_.action == Action::Forward) {
         record_.extra["forward"] = {{"socket", policy_.forward_socket}};
@@ -502,32 +327,52 @@ void Session::on_deadline() {
       }
       return send_ack();
     case State::Forwarding:
-      ++ctx_.stats.handshake_timeouts;
+      ctx_.stats.count(Outcome::HandshakeTimeout);  // on the way: the crash is still acked
       forward_failed("the receiver did not complete the handshake within the handshake deadline");
       return send_ack();
     case State::SendingAck:
     case State::ReadingMarker:
-      ++ctx_.stats.handshake_timeouts;
-      return abort("peer did not answer the coredump_ack within " +
-                   std::to_string(config_->handshake_timeout.count()) + " ms");
+      return end(Outcome::HandshakeTimeout, "peer did not answer the coredump_ack within " +
+                                                std::to_string(config_->handshake_timeout.count()) + " ms");
     case State::Done:
       return;
   }
 }
 
-void Session::abort(const std::string& reason, bool warn) {
+namespace {
+
+// The record a session that ends with `outcome` leaves in the index, if any: only a crash the
+// kernel was acked for and answered has one.
+std::optional<DumpState> recorded_as(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::RefusedByKernel: return DumpState::Failed;
+    case Outcome::Rejected: return DumpState::Rejected;
+    case Outcome::MetadataOnly: return DumpState::MetadataOnly;
+    case Outcome::Forwarded: return DumpState::Forwarded;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+void Session::end(Outcome outcome, const std::string& reason) {
   state_ = State::Done;
   deadline_.cancel();
   receiver_.reset();  // a receiver mid-handshake sees a hang-up, as from a kernel that gave up
+  ctx_.stats.count(outcome);
+  const auto recorded = recorded_as(outcome);
+  if (recorded) {
+    record_.state = *recorded;
+    if (*recorded == DumpState::Failed) record_.reason = reason;
+    // The index is written from the dump pool, never on the io thread.
+    asio::post(ctx_.dumps, [&ctx = ctx_, record = record_] { save_record(ctx, record, false); });
+  }
+  const bool warn = !recorded || *recorded == DumpState::Failed;  // not as the policy chose
   if (!quiet_)
     spdlog::log(warn ? spdlog::level::warn : spdlog::level::info, "pid {} ({}): {}", record_.pid, record_.id,
                 escape_for_log(reason));
   error_code ignored;
   socket_.close(ignored);
-}
-
-void Session::record_async() {
-  asio::post(ctx_.dumps, [&ctx = ctx_, record = record_] { save_record(ctx, record, false); });
 }
 
 }  // namespace coredumpd

@@ -12,8 +12,9 @@
 // receiver. A receiver that is absent, refuses or is too slow makes the session ack for the host's
 // own store instead (the fallback), with the reason in the record's extra.forward.
 //
-// Any error, timeout or refusal ends the session: it is logged with its reason, counted, recorded
-// where a record exists, and the socket is closed (which is what releases a parked task).
+// Any error, timeout or refusal ends the session through end(): with an Outcome (daemon/report/
+// outcome.h) that is counted, and a reason that is logged and recorded where a record exists; the
+// socket is closed (which is what releases a parked task).
 // A session keeps itself alive through its pending handlers (shared_from_this).
 #pragma once
 
@@ -30,6 +31,7 @@
 #include "daemon/forward/forward.h"
 #include "daemon/proc/peer.h"
 #include "daemon/policy/policy.h"
+#include "daemon/report/outcome.h"
 #include "daemon/handshake/server_context.h"
 #include "store/dump_record.h"
 #include "protocol/negotiate.h"
@@ -81,10 +83,15 @@ class Session : public std::enable_shared_from_this<Session> {
   void read_marker();
   void on_marker();
   void on_deadline();
-  /// Ends the session without a dump: logs `reason` at `level`, closes the socket.
-  void abort(const std::string& reason, bool warn = true);
-  /// Stores `record_` in the index from the dump pool (never on the io thread).
-  void record_async();
+  /// Ends the session without a core stream, the one way it does: counts `outcome` (stats.h),
+  /// records the crash if the kernel took our ack (RefusedByKernel as Failed with `reason`,
+  /// Rejected, MetadataOnly, Forwarded), logs `reason` (at warn level unless the crash went as the
+  /// policy chose) and closes the socket. A core stream instead goes to a DumpJob (hand_off_dump()),
+  /// whose verdict is counted when the dump ends (daemon/dump/finalize.h).
+  void end(Outcome outcome, const std::string& reason);
+  /// The kernel took a KERNEL-mode ack: the socket, the pidfd and the record go to a DumpJob on
+  /// the dump pool.
+  void hand_off_dump();
 
   ServerContext& ctx_;
   std::shared_ptr<const Config> config_;

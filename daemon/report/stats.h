@@ -1,41 +1,40 @@
 // Counters of what the daemon did, for logs, sd_notify STATUS= and tests.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <string>
 
+#include "daemon/report/outcome.h"
+
 namespace coredumpd {
 
-/// Process-wide counters; every field is updated atomically from any thread.
-struct Stats {
-  std::atomic<std::uint64_t> accepted{0};         ///< connections accepted
-  std::atomic<std::uint64_t> impostors{0};        ///< peers refused: not a crashing task
-  std::atomic<std::uint64_t> bad_requests{0};     ///< malformed or missing coredump_req
-  std::atomic<std::uint64_t> handshake_timeouts{0};
-  std::atomic<std::uint64_t> refused_by_kernel{0};  ///< non-REQACK markers
-  std::atomic<std::uint64_t> stored{0};           ///< cores stored complete
-  std::atomic<std::uint64_t> truncated{0};        ///< cores stored truncated
-  std::atomic<std::uint64_t> failed{0};           ///< dumps that ended in Failed
-  std::atomic<std::uint64_t> rejected{0};         ///< REJECT acked by policy
-  std::atomic<std::uint64_t> metadata_only{0};
-  std::atomic<std::uint64_t> overloaded{0};        ///< crashes turned away by max_concurrent_dumps
-  std::atomic<std::uint64_t> store_unavailable{0}; ///< crashes rejected: store read-only/removed/full
-  std::atomic<std::uint64_t> rate_limited{0};      ///< crashes made metadata-only by a rule's rate_limit
-  std::atomic<std::uint64_t> forwarded{0};         ///< crashes delivered to a receiver (action forward)
-  std::atomic<std::uint64_t> forward_fallbacks{0}; ///< forwards that failed: the host handled the crash itself
-  std::atomic<std::uint64_t> forwarded_in{0};      ///< crashes received from a forwarder (accept_forwarded)
+/// Process-wide counters, one per Outcome; updated atomically from any thread.
+class Stats {
+ public:
+  /// Counts one `outcome`. The only place a counter changes.
+  void count(Outcome outcome) { ++counters_[static_cast<std::size_t>(outcome)]; }
 
-  /// One line for sd_notify STATUS= and the shutdown log.
+  /// How often `outcome` was counted.
+  std::uint64_t get(Outcome outcome) const { return counters_[static_cast<std::size_t>(outcome)].load(); }
+
+  /// One line for sd_notify STATUS= and the shutdown log: "stored N, truncated N, ...", the
+  /// outcomes with a summary label (outcome.h), in kOutcomes' order.
   std::string summary() const {
-    return "stored " + std::to_string(stored) + ", truncated " + std::to_string(truncated) + ", failed " +
-           std::to_string(failed) + ", rejected " + std::to_string(rejected) + ", impostors " +
-           std::to_string(impostors) + ", bad requests " + std::to_string(bad_requests) + ", overloaded " +
-           std::to_string(overloaded) + ", store unavailable " + std::to_string(store_unavailable) +
-           ", rate limited " + std::to_string(rate_limited) + ", forwarded " +
-           std::to_string(forwarded) + ", forward fallbacks " + std::to_string(forward_fallbacks) + ", received forwarded " +
-           std::to_string(forwarded_in);
+    std::string line;
+    for (const auto& o : kOutcomes) {
+      if (o.summary.empty()) continue;
+      if (!line.empty()) line += ", ";
+      line += o.summary;
+      line += ' ';
+      line += std::to_string(get(o.outcome));
+    }
+    return line;
   }
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kOutcomeCount> counters_{};
 };
 
 }  // namespace coredumpd

@@ -1,0 +1,69 @@
+// A dump between its two stages (dump_job.h): what run_dump_job fixes before they start, the
+// spool they share while the core streams in, and the one hand-over of the drain's results.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+
+#include "daemon/dump/compressibility.h"
+#include "daemon/dump/dump_context.h"
+#include "daemon/dump/dump_job.h"
+#include "daemon/dump/spool.h"
+#include "daemon/dump/stage_reports.h"
+
+namespace coredumpd {
+
+using DumpClock = std::chrono::steady_clock;
+
+/// Microseconds from `t` to now.
+inline std::int64_t us_since(DumpClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(DumpClock::now() - t).count();
+}
+
+/// What the drain hands over at its end: the job (its socket closed, the record with the drain's
+/// timings and post-dump facts) and what it found in the stream.
+struct Drained {
+  DumpJob job;
+  DrainReport report;
+};
+
+/// Shared by the drain and the compress stage of one dump. The fields are set by run_dump_job
+/// before either stage starts and only read afterwards, except the spool and the sampler, which
+/// are made for one writer (the drain) and one reader (the compressor). Everything else the drain
+/// produces crosses once, through deliver() and take().
+struct Handoff {
+  Handoff(DumpContext& c, const DumpJob& job, DumpClock::time_point started_, bool indexed_,
+          std::unique_ptr<Spool> spool_, std::function<void()> done_)
+      : ctx(c), config(job.config), id(job.record.id), core_path(job.record.path),
+        compression_level(job.policy.compression_level), forwarding(static_cast<bool>(job.forward_socket)),
+        may_store_uncompressed(job.negotiation.records != protocol::FlagOutcome::Granted && !forwarding),
+        started(started_), indexed(indexed_), spool(std::move(spool_)), done(std::move(done_)) {}
+
+  DumpContext& ctx;
+  const std::shared_ptr<const Config> config;
+  const std::string id;         ///< the record's id
+  const std::string core_path;  ///< where a compressed core goes, in the store
+  const int compression_level;  ///< the policy's zstd level
+  const bool forwarding;        ///< a receiver gets the stream; its fate decides whether to store
+  const bool may_store_uncompressed;  ///< a plain core stream, not forwarded: the spool can be the core
+  const DumpClock::time_point started;
+  const bool indexed;           ///< the InProgress row was inserted
+  std::unique_ptr<Spool> spool;  ///< null if it could not be created; the compressor destroys it
+  CompressibilitySampler sampler;  ///< fed by the drain, read by the compressor (thread-safe)
+  const std::function<void()> done;  ///< called once the dump is indexed
+
+  /// The drain's results; call once, before closing the spool's input.
+  void deliver(Drained drained) { promise_.set_value(std::move(drained)); }
+  /// Waits for deliver() (at once when the spool's input is closed, which comes after it). Call once.
+  Drained take() { return future_.get(); }
+
+ private:
+  std::promise<Drained> promise_;
+  std::future<Drained> future_ = promise_.get_future();
+};
+
+}  // namespace coredumpd

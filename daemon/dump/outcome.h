@@ -1,0 +1,35 @@
+// The verdict on a finished dump, judged from what its two stages report. Pure: no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "daemon/dump/stage_reports.h"
+#include "daemon/report/outcome.h"
+#include "store/dump_record.h"
+
+namespace coredumpd {
+
+/// How a dump ended, for its record and the counters.
+struct DumpVerdict {
+  DumpState state = DumpState::Complete;  ///< Complete, Truncated, Failed or Forwarded
+  std::string reason;          ///< why Truncated or Failed (the record's reason); "" otherwise
+  std::uint64_t stored_size = 0;  ///< bytes of the core file in the store; 0 when none is kept
+  bool forward_fallback = false;  ///< a receiver had the stream but not all of it: kept here instead
+
+  /// The counter it goes to: Stored, Truncated, Failed or Forwarded.
+  Outcome outcome() const;
+};
+
+/// Judges a dump whose stages both finished:
+///   Forwarded  the receiver took the whole stream (nothing else matters: no core is kept here);
+///   Failed     the record stream was malformed, or the spool or the core file failed;
+///   Truncated  the stream ended short (no EOF, or no END record) or max_core_bytes cut it;
+///   Complete   otherwise.
+DumpVerdict judge_dump(const DrainReport& drain, const CompressReport& compress);
+
+/// The verdict when the index cannot record `stored` (a core that was kept): Failed, and the
+/// caller deletes the core, which no vacuum would count otherwise.
+DumpVerdict core_not_indexed(const DumpVerdict& stored);
+
+}  // namespace coredumpd

@@ -1,0 +1,49 @@
+// What the two stages of a dump report at their ends: the drain (DrainReport, handed to the
+// compress stage with the job) and the compressor (CompressReport). Plain values: the dump's
+// verdict (outcome.h) is judged from them alone.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "protocol/core_notes.h"
+
+namespace coredumpd {
+
+/// How the drain's read loop ended.
+struct StreamEnd {
+  bool eof = false;   ///< the kernel half-closed: the whole stream came
+  std::string error;  ///< why draining stopped before EOF ("" for a malformed record stream)
+};
+
+/// A forward's fate, for a job with a receiver (DumpJob::forward_socket).
+struct ForwardReport {
+  bool attempted = false;   ///< a receiver was handed the stream
+  bool delivered = false;   ///< ... and took all of it: no core is kept here
+  std::string error;        ///< why the forward fell back to storing here
+  std::uint64_t bytes = 0;  ///< stream bytes the receiver took
+};
+
+/// What the drain found in the kernel's stream. Filled by the drain alone; the compress stage
+/// sees it only after the drain is over (Handoff::take(), handoff.h).
+struct DrainReport {
+  std::uint64_t total = 0;         ///< core bytes the kernel sent
+  std::uint64_t spooled = 0;       ///< of them, put in the spool (max_core_bytes cuts the rest)
+  std::string spool_error;         ///< the spool could not be created or written: no core to store
+  StreamEnd stream;
+  bool records = false;            ///< a COREDUMP_RECORDS stream
+  bool malformed = false;          ///< ... that broke the protocol (record_error says how)
+  std::string record_error;
+  bool records_ended = false;      ///< ... that ended with its END record
+  std::uint64_t records_count = 0;
+  protocol::CoreFacts core_facts;  ///< what the note scanner found (NT_PRSTATUS, NT_SIGINFO, ...)
+  ForwardReport forward;
+};
+
+/// What the compress stage made of the spool.
+struct CompressReport {
+  std::uint64_t stored = 0;  ///< bytes of the core file linked into the store (0: none)
+  std::string error;         ///< why the core could not be written to the store ("" if it was, or need not be)
+};
+
+}  // namespace coredumpd

@@ -1,0 +1,91 @@
+// What a session's crash gets: the policy chosen from the collected facts, and the checks before
+// the ack that can turn a core into a metadata-only record or a REJECT (rate limit, store, load).
+#include <spdlog/spdlog.h>
+
+#include "daemon/dump/store_health.h"
+#include "daemon/handshake/session.h"
+#include "daemon/report/log_limiter.h"
+#include "daemon/report/logging.h"
+
+namespace coredumpd {
+
+void Session::decide() {
+  record_.comm = facts_.comm;
+  record_.exe = facts_.exe;
+  record_.argv = facts_.argv;
+  record_.cwd = facts_.cwd;
+  record_.cgroup = facts_.cgroup;
+  record_.hostname = facts_.hostname;
+  if (!facts_.errors.empty()) record_.extra["collect_errors"] = facts_.errors;
+  record_.extra["collect_timings_us"] = facts_.timings_us;
+  if (facts_.rlimit_core) record_.extra["rlimit_core"] = *facts_.rlimit_core;
+
+  record_.extra["proc"] = facts_.proc;
+
+  // Policy: the first matching rule, else the defaults; decided now, while the task is frozen.
+  ContainerInputs inputs;
+  inputs.cgroup = facts_.cgroup;
+  inputs.namespaces = facts_.proc.value("namespaces", nlohmann::json::object());
+  inputs.host_namespaces = ctx_.host_namespaces;
+  inputs.status = facts_.status;
+  inputs.uid_map = facts_.uid_map;
+  inputs.gid_map = facts_.gid_map;
+  inputs.hostname = facts_.hostname;
+  const ContainerInfo container = identify_container(inputs);
+  record_.extra["container"] = to_json(container);
+  const auto decision = select_policy(config_->defaults, config_->rules, record_, container);
+  policy_ = decision.policy;
+  rule_ = decision.rule;
+  container_key_ = container_key(container);
+  record_.extra["rule"] = decision.rule;
+  if (policy_.capture_environ) {
+    auto env = nlohmann::json::array();
+    for (const auto& e : facts_.environ) env.push_back(bytes_to_json(e));
+    record_.extra["environ"] = std::move(env);
+  }
+}
+
+// The rule's rate limit, counted per (rule, container, executable): a crash beyond it gets a
+// metadata-only record saying so and how many were suppressed, instead of a core.
+void Session::apply_rate_limit(protocol::Wants& wants, std::string& why, const std::string& rule,
+                               const std::string& container) {
+  if (!policy_.rate_limit) return;
+  const auto& limit = *policy_.rate_limit;
+  const auto v = ctx_.rate_limiter.admit(rule, container, record_.exe, limit);
+  if (v.admitted) return;
+  ctx_.stats.count(Outcome::RateLimited);
+  wants.mode = protocol::Mode::Userspace;
+  wants.wait = false;
+  why = "rate limit: over " + std::to_string(limit.burst) + " dumps in " + std::to_string(limit.interval.count()) +
+        " s for rule \"" + rule + "\" in " + container + "; " + std::to_string(v.suppressed) +
+        " suppressed since the last stored dump";
+  record_.extra["rate_limited"] = {{"rule", rule},
+                                   {"container", container},
+                                   {"burst", limit.burst},
+                                   {"interval_s", limit.interval.count()},
+                                   {"suppressed", v.suppressed},
+                                   {"suppressed_total", v.suppressed_total}};
+  if (log_limiter().allow("rate limit"))
+    spdlog::warn("pid {} ({}): {}", record_.pid, escape_for_log(record_.exe), escape_for_log(why));
+}
+
+// A core the store cannot take, or one beyond capacity, must not make the kernel stream: decide
+// before the ack. Checks are a couple of syscalls; a full store is the vacuum's business.
+void Session::refuse_core_if_unable(protocol::Wants& wants, std::string& why) {
+  if (auto problem = store_problem(ctx_.store_dirfd)) {
+    ctx_.stats.count(Outcome::StoreUnavailable);
+    wants.mode = protocol::Mode::Reject;
+    why = *problem;
+    if (log_limiter().allow("store unavailable")) spdlog::error("pid {}: rejecting the dump: {}", record_.pid, why);
+    return;
+  }
+  if (ctx_.dumps_in_flight.load() >= config_->max_concurrent_dumps) {
+    ctx_.stats.count(Outcome::Overloaded);
+    wants.mode = config_->overload_action == Action::Reject ? protocol::Mode::Reject : protocol::Mode::Userspace;
+    wants.wait = false;
+    why = "overload: " + std::to_string(config_->max_concurrent_dumps) + " dumps already in flight";
+    if (log_limiter().allow("overload")) spdlog::warn("pid {}: {}", record_.pid, why);
+  }
+}
+
+}  // namespace coredumpd

@@ -1,0 +1,73 @@
+// What became of a connection or a dump: the outcomes the daemon counts (stats.h).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+
+namespace coredumpd {
+
+/// An outcome the daemon counts. Most end a session or a dump (one per crash); the ones marked
+/// "on the way" are counted when they happen and the crash still ends with an outcome of its own
+/// (a rate-limited crash is also MetadataOnly, a forward fallback also Stored, Truncated, ...).
+enum class Outcome : std::size_t {
+  Accepted,          ///< on the way: a connection was accepted
+  Stored,            ///< a core stored complete
+  Truncated,         ///< a core stored truncated
+  Failed,            ///< a dump that ended in Failed
+  Rejected,          ///< REJECT acked (by policy, an unavailable store or overload) and taken by the kernel
+  MetadataOnly,      ///< USERSPACE acked and taken: a record without a core
+  Impostor,          ///< a peer refused: not a crashing task
+  BadRequest,        ///< a malformed or missing coredump_req, or one no valid ack answers
+  HandshakeTimeout,  ///< the handshake deadline passed (on the way while collecting or forwarding)
+  RefusedByKernel,   ///< no REQACK marker after the ack
+  HungUp,            ///< the peer went away mid-handshake, in a step none of the above covers
+  Overloaded,        ///< on the way: turned away by max_concurrent_dumps
+  StoreUnavailable,  ///< on the way: REJECT acked because the store is read-only, removed or full
+  RateLimited,       ///< on the way: made metadata-only by a rule's rate_limit
+  Forwarded,         ///< delivered to a receiver (action forward)
+  ForwardFallback,   ///< on the way: a forward failed and the host handled the crash itself
+  ForwardedIn,       ///< on the way: a crash received from a forwarder (accept_forwarded)
+};
+
+inline constexpr std::size_t kOutcomeCount = static_cast<std::size_t>(Outcome::ForwardedIn) + 1;
+
+/// One row per Outcome, in the enum's order.
+struct OutcomeInfo {
+  Outcome outcome;
+  std::string_view name;     ///< snake_case, for logs
+  std::string_view summary;  ///< its label in Stats::summary(); empty: not shown there
+};
+
+/// The names of the outcomes. Stats::summary() lists the labelled ones in this order.
+inline constexpr std::array<OutcomeInfo, kOutcomeCount> kOutcomes = {{
+    {Outcome::Accepted, "accepted", ""},
+    {Outcome::Stored, "stored", "stored"},
+    {Outcome::Truncated, "truncated", "truncated"},
+    {Outcome::Failed, "failed", "failed"},
+    {Outcome::Rejected, "rejected", "rejected"},
+    {Outcome::MetadataOnly, "metadata_only", ""},
+    {Outcome::Impostor, "impostor", "impostors"},
+    {Outcome::BadRequest, "bad_request", "bad requests"},
+    {Outcome::HandshakeTimeout, "handshake_timeout", ""},
+    {Outcome::RefusedByKernel, "refused_by_kernel", ""},
+    {Outcome::HungUp, "hung_up", ""},
+    {Outcome::Overloaded, "overloaded", "overloaded"},
+    {Outcome::StoreUnavailable, "store_unavailable", "store unavailable"},
+    {Outcome::RateLimited, "rate_limited", "rate limited"},
+    {Outcome::Forwarded, "forwarded", "forwarded"},
+    {Outcome::ForwardFallback, "forward_fallback", "forward fallbacks"},
+    {Outcome::ForwardedIn, "forwarded_in", "received forwarded"},
+}};
+
+consteval bool outcomes_in_order() {
+  for (std::size_t i = 0; i < kOutcomes.size(); ++i)
+    if (static_cast<std::size_t>(kOutcomes[i].outcome) != i) return false;
+  return true;
+}
+static_assert(outcomes_in_order(), "kOutcomes must list every Outcome once, in the enum's order");
+
+/// The outcome's snake_case name.
+constexpr std::string_view outcome_name(Outcome o) { return kOutcomes[static_cast<std::size_t>(o)].name; }
+
+}  // namespace coredumpd
