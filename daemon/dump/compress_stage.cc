@@ -174,8 +174,8 @@ void apply_retention(DumpContext& ctx, const Config& config, const std::string& 
 }
 
 // What the compressor saw while the core streamed in (at least 4 MiB) shrank by less than 5 %: zstd
-// then only copies, which one thread does faster than a multithreaded context (its workers add
-// copies and hand-offs; 2 GB/s against 1 GB/s on random data here).
+// then only copies, which one thread does faster than a multithreaded context, whose workers add
+// copies and hand-offs (bench/README.md, "Incompressible cores: samples, and one thread for the copy").
 bool incompressible(const CoreWriter& w) {
   return w.bytes_in() >= (4 << 20) && w.bytes_out() * 100 >= w.bytes_in() * 95;
 }

@@ -18,7 +18,7 @@ namespace coredumpd {
 
 namespace {
 
-// Large reads keep the syscall count low at the kernel's ~2 GB/s emit rate (spec Appendix A):
+// Large reads keep the syscall count low at the kernel's ~2 GB/s emit rate (docs/PROTOCOL.md §11.3):
 // record streams, and what is dropped past max_core_bytes (a plain core is read into the spool's
 // blocks, of the same size).
 constexpr std::size_t kReadChunk = Spool::kBlockBytes;

@@ -101,7 +101,7 @@ void Session::start() {
   read_request_size();
 }
 
-// The kernel queues the whole request before accept() returns (spec §2.1), so these reads complete
+// The kernel queues the whole request before accept() returns (docs/PROTOCOL.md §4.1), so these reads complete
 // at once for a real kernel; a slow or silent peer is bounded by the handshake deadline.
 void Session::read_request_size() {
   asio::async_read(socket_, asio::buffer(req_buf_.data(), 4), [self = shared_from_this()](error_code ec, std::size_t) {
