@@ -41,6 +41,8 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "protocol/negotiate.h"
 #include "protocol/request.h"
 #include "protocol/wire.h"
@@ -70,17 +72,16 @@ struct Options {
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage("missing value for " + a);
-      return argv[++i];
-    };
-    if (a == "--socket") o.socket_path = value();
-    else if (a == "--log") o.log_path = value();
-    else if (a == "--write-file") o.write_dir = value();
-    else if (a == "--idle-timeout-ms") o.idle_timeout_ms = std::stoi(value());
-    else usage("unknown argument " + a);
+  CLI::App app;
+  app.set_help_flag();  // usage() is the help
+  app.add_option("--socket", o.socket_path)->required();
+  app.add_option("--log", o.log_path);
+  app.add_option("--write-file", o.write_dir);
+  app.add_option("--idle-timeout-ms", o.idle_timeout_ms);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    usage(e.what());
   }
   if (o.socket_path.empty()) usage("--socket is required");
   return o;
