@@ -16,19 +16,16 @@ namespace {
 using namespace std::string_literals;
 
 TEST(Text, CharacterClasses) {
-  EXPECT_TRUE(is_digit('0'));
-  EXPECT_TRUE(is_digit('9'));
-  EXPECT_FALSE(is_digit('a'));
-  EXPECT_FALSE(is_digit('/'));
-  EXPECT_TRUE(is_lower_hex('f'));
-  EXPECT_FALSE(is_lower_hex('F'));
-  EXPECT_TRUE(is_hex_digit('F'));
-  EXPECT_FALSE(is_hex_digit('g'));
-  EXPECT_TRUE(all_digits("0123456789"));
-  EXPECT_FALSE(all_digits(""));
-  EXPECT_FALSE(all_digits("12a"));
-  EXPECT_FALSE(all_digits("-1"));
-  EXPECT_FALSE(all_digits(" 1"));
+  // Each class against every byte: the bytes it holds, and no other.
+  const std::string digits = "0123456789", lower = digits + "abcdef", hex = lower + "ABCDEF";
+  for (int b = 0; b < 256; ++b) {
+    const char c = static_cast<char>(b);
+    EXPECT_EQ(is_digit(c), digits.find(c) != std::string::npos) << b;
+    EXPECT_EQ(is_lower_hex(c), lower.find(c) != std::string::npos) << b;
+    EXPECT_EQ(is_hex_digit(c), hex.find(c) != std::string::npos) << b;
+  }
+  EXPECT_TRUE(all_digits(digits));
+  for (const char* s : {"", "12a", "-1", " 1", "1 "}) EXPECT_FALSE(all_digits(s)) << s;
 }
 
 TEST(Text, Utf8AcceptsValidSequences) {
