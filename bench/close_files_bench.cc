@@ -27,6 +27,7 @@
 
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/support/test_support.h"
+#include "util/unique_fd.h"
 
 namespace fk = coredumpd::fake_kernel;
 namespace cp = coredumpd::protocol;
@@ -39,6 +40,7 @@ namespace {
 pid_t start_lock_holder(const std::string& path) {
   int ready[2];
   if (::pipe(ready) < 0) std::exit(1);
+  coredumpd::UniqueFd ready_read(ready[0]), ready_write(ready[1]);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -46,13 +48,12 @@ pid_t start_lock_holder(const std::string& path) {
     struct flock fl{};
     fl.l_type = F_WRLCK;
     if (fd < 0 || ::fcntl(fd, F_SETLK, &fl) < 0) ::_exit(1);
-    (void)!::write(ready[1], "r", 1);
+    (void)!::write(ready_write.get(), "r", 1);
     for (;;) ::pause();
   }
   char c;
-  ::close(ready[1]);
-  if (::read(ready[0], &c, 1) != 1) std::exit(1);
-  ::close(ready[0]);
+  ready_write.reset();
+  if (::read(ready_read.get(), &c, 1) != 1) std::exit(1);
   return pid;
 }
 
@@ -71,13 +72,13 @@ Sample run_once(const std::string& socket, const std::string& lock_path, std::ui
   const pid_t holder = start_lock_holder(lock_path);
   std::atomic<bool> stop{false};
   Clock::time_point released{};
-  const int probe = ::open(lock_path.c_str(), O_RDWR);
+  const coredumpd::UniqueFd probe(::open(lock_path.c_str(), O_RDWR));
   const auto crashed = Clock::now();
   std::thread watcher([&] {
     struct flock fl{};
     fl.l_type = F_WRLCK;
     while (!stop) {
-      if (::fcntl(probe, F_OFD_SETLK, &fl) == 0) {
+      if (::fcntl(probe.get(), F_OFD_SETLK, &fl) == 0) {
         released = Clock::now();
         return;
       }
@@ -99,7 +100,6 @@ Sample run_once(const std::string& socket, const std::string& lock_path, std::ui
   if (!res.close_files_called) end_child(holder);  // the task exits: its locks go now
   watcher.join();
   stop = true;
-  ::close(probe);
 
   Sample s;
   s.ok = res.outcome == fk::Outcome::Dumped && res.close_files_acked == close_files;

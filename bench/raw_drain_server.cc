@@ -41,9 +41,12 @@
 #include <thread>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "protocol/negotiate.h"
 #include "protocol/request.h"
 #include "protocol/wire.h"
+#include "util/unique_fd.h"
 
 namespace proto = coredumpd::protocol;
 
@@ -69,17 +72,16 @@ struct Options {
 
 Options parse_options(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage("missing value for " + a);
-      return argv[++i];
-    };
-    if (a == "--socket") o.socket_path = value();
-    else if (a == "--log") o.log_path = value();
-    else if (a == "--write-file") o.write_dir = value();
-    else if (a == "--idle-timeout-ms") o.idle_timeout_ms = std::stoi(value());
-    else usage("unknown argument " + a);
+  CLI::App app;
+  app.set_help_flag();  // usage() is the help
+  app.add_option("--socket", o.socket_path)->required();
+  app.add_option("--log", o.log_path);
+  app.add_option("--write-file", o.write_dir);
+  app.add_option("--idle-timeout-ms", o.idle_timeout_ms);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    usage(e.what());
   }
   if (o.socket_path.empty()) usage("--socket is required");
   return o;
@@ -226,11 +228,11 @@ std::string drain(int conn, int file_fd, LogLine& line) {
   }
 }
 
-/// Opens DIR/<seq>.core for writing, or returns -1 and sets `error`.
-int open_core_file(const std::string& dir, std::uint64_t seq, std::string& error) {
+/// Opens DIR/<seq>.core for writing, or returns none and sets `error`.
+coredumpd::UniqueFd open_core_file(const std::string& dir, std::uint64_t seq, std::string& error) {
   const std::string path = dir + "/" + std::to_string(seq) + ".core";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) error = errno_text(("creating " + path).c_str());
+  coredumpd::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd) error = errno_text(("creating " + path).c_str());
   return fd;
 }
 
@@ -242,43 +244,43 @@ void set_timeouts(int conn, int idle_timeout_ms) {
   ::setsockopt(conn, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
-/// One connection, start to end. Owns `conn`.
-void serve(int conn, LogLine line, const Options& options, Log& log) {
+/// One connection, start to end.
+void serve(coredumpd::UniqueFd conn, LogLine line, const Options& options, Log& log) {
   ucred cred{};
   socklen_t len = sizeof(cred);
-  if (::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) line.pid = cred.pid;
-  set_timeouts(conn, options.idle_timeout_ms);
+  if (::getsockopt(conn.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) line.pid = cred.pid;
+  set_timeouts(conn.get(), options.idle_timeout_ms);
 
-  line.error = handshake(conn, line);
-  int file_fd = -1;
+  line.error = handshake(conn.get(), line);
+  coredumpd::UniqueFd file;
   if (line.error.empty() && !options.write_dir.empty())
-    file_fd = open_core_file(options.write_dir, line.seq, line.error);
+    file = open_core_file(options.write_dir, line.seq, line.error);
   if (line.error.empty()) {
-    line.error = drain(conn, file_fd, line);
+    line.error = drain(conn.get(), file.get(), line);
     line.eof_mono_ns = mono_ns();
   }
-  ::close(conn);  // releases the WAIT-parked task
+  conn.reset();  // releases the WAIT-parked task
   line.close_mono_ns = mono_ns();
   line.close_rt_ns = now_ns(CLOCK_REALTIME);
-  if (file_fd >= 0) {
-    if (::fsync(file_fd) != 0 && line.error.empty()) line.error = errno_text("fsync");
-    ::close(file_fd);
+  if (file) {
+    if (::fsync(file.get()) != 0 && line.error.empty()) line.error = errno_text("fsync");
+    file.reset();
   }
   line.stored_mono_ns = mono_ns();
   log.write(line);
 }
 
-int listen_on(const std::string& path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) usage(errno_text("socket"));
+coredumpd::UniqueFd listen_on(const std::string& path) {
+  coredumpd::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) usage(errno_text("socket"));
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) usage("socket path too long");
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   ::unlink(path.c_str());
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) usage(errno_text("bind"));
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) usage(errno_text("bind"));
   ::chmod(path.c_str(), 0600);
-  if (::listen(fd, kListenBacklog) != 0) usage(errno_text("listen"));
+  if (::listen(fd.get(), kListenBacklog) != 0) usage(errno_text("listen"));
   return fd;
 }
 
@@ -301,14 +303,14 @@ int main(int argc, char** argv) {
   const Options options = parse_options(argc, argv);
   Log log(options.log_path);
   install_signal_handlers();
-  const int listener = listen_on(options.socket_path);
+  coredumpd::UniqueFd listener = listen_on(options.socket_path);
   std::fprintf(stderr, "raw-drain-server: listening on %s (%s)\n", options.socket_path.c_str(),
                options.write_dir.empty() ? "discard" : ("write to " + options.write_dir).c_str());
 
   std::uint64_t seq = 0;
   while (!g_stop) {
-    const int conn = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-    if (conn < 0) {
+    coredumpd::UniqueFd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!conn) {
       if (errno != EINTR) {
         std::fprintf(stderr, "raw-drain-server: accept: %s\n", std::strerror(errno));
         std::this_thread::sleep_for(std::chrono::milliseconds(10));  // EMFILE and the like: do not spin
@@ -319,9 +321,9 @@ int main(int argc, char** argv) {
     line.accept_mono_ns = mono_ns();
     line.accept_rt_ns = now_ns(CLOCK_REALTIME);
     line.seq = ++seq;
-    std::thread(serve, conn, std::move(line), std::cref(options), std::ref(log)).detach();
+    std::thread(serve, std::move(conn), std::move(line), std::cref(options), std::ref(log)).detach();
   }
-  ::close(listener);
+  listener.reset();
   ::unlink(options.socket_path.c_str());
   // Detached threads still draining are cut short by exit; the caller stops us only when idle.
   return 0;

@@ -17,6 +17,8 @@
 #include "cli/match.h"
 #include "cli/temp_file.h"
 #include "store/index.h"
+#include "util/text.h"
+#include "util/unique_fd.h"
 
 namespace coredumpd::cli {
 
@@ -77,29 +79,26 @@ int run_and_wait(const std::vector<std::string>& argv) {
   int pipefd[2];
   if (::pipe2(pipefd, O_CLOEXEC) != 0)
     throw DumpctlError(std::string("pipe: ") + std::strerror(errno));
+  UniqueFd exec_status(pipefd[0]);
+  UniqueFd exec_report(pipefd[1]);
   const IgnoreInteractiveSignals guard;
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int e = errno;
-    ::close(pipefd[0]);
-    ::close(pipefd[1]);
-    throw DumpctlError(std::string("fork: ") + std::strerror(e));
-  }
+  if (pid < 0) throw DumpctlError(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
     guard.restore();
-    ::close(pipefd[0]);
+    exec_status.reset();
     ::execvp(cargv[0], cargv.data());
     const int e = errno;
-    [[maybe_unused]] const ssize_t w = ::write(pipefd[1], &e, sizeof e);
+    [[maybe_unused]] const ssize_t w = ::write(exec_report.get(), &e, sizeof e);
     ::_exit(127);
   }
-  ::close(pipefd[1]);
+  exec_report.reset();  // so that the read below sees EOF once execvp succeeds
   int exec_errno = 0;
   ssize_t got = 0;
   do {
-    got = ::read(pipefd[0], &exec_errno, sizeof exec_errno);
+    got = ::read(exec_status.get(), &exec_errno, sizeof exec_errno);
   } while (got < 0 && errno == EINTR);
-  ::close(pipefd[0]);
+  exec_status.reset();
 
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {

@@ -15,6 +15,8 @@
 #include "cli/match.h"
 #include "cli/temp_file.h"
 #include "store/index.h"
+#include "util/text.h"
+#include "util/unique_fd.h"
 
 namespace coredumpd::cli {
 
@@ -38,14 +40,10 @@ std::string resolve_target(const std::string& target) {
 /// Writes the core to an existing non-regular file (a FIFO, /dev/null, ...) in place.
 void write_to_special(const std::string& store, const DumpRecord& r, const std::string& target) {
   const std::string shown = escape_for_display(target);
-  const int fd = ::open(target.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) throw DumpctlError("cannot open " + shown + ": " + std::strerror(errno));
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  if (::isatty(fd) != 0) throw DumpctlError("refusing to write a core dump to a terminal");
-  extract_core(store, r, [&](const char* p, std::size_t n) { write_all(fd, p, n, shown); });
+  const UniqueFd fd(::open(target.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
+  if (!fd) throw DumpctlError("cannot open " + shown + ": " + std::strerror(errno));
+  if (::isatty(fd.get()) != 0) throw DumpctlError("refusing to write a core dump to a terminal");
+  extract_core(store, r, [&](const char* p, std::size_t n) { write_all(fd.get(), p, n, shown); });
 }
 
 /// Writes the core to a regular file: a temporary file next to it, renamed into place on success.

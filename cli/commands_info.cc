@@ -8,6 +8,7 @@
 #include "cli/json_output.h"
 #include "cli/match.h"
 #include "store/index.h"
+#include "util/text.h"
 
 namespace coredumpd::cli {
 

@@ -5,6 +5,7 @@
 #include "cli/store_commands.h"
 #include "store/index.h"
 #include "store/retention.h"
+#include "util/text.h"
 
 namespace coredumpd::cli {
 

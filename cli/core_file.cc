@@ -12,19 +12,12 @@
 #include "cli/dumpctl.h"
 #include "cli/format.h"
 #include "store/core_stream.h"
+#include "util/text.h"
+#include "util/unique_fd.h"
 
 namespace coredumpd::cli {
 
 namespace {
-
-/// Closes a file descriptor on scope exit.
-struct FdCloser {
-  int fd;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 
 bool has_core_state(DumpState s) {
   return s == DumpState::Complete || s == DumpState::Truncated;
@@ -83,11 +76,10 @@ CoreStatus core_status(const std::string& store, const DumpRecord& r) {
 
 std::uint64_t stream_core_file(const std::string& path, std::string_view compression, const ByteSink& sink) {
   const std::string shown = escape_for_display(path);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw DumpctlError("cannot open core file " + shown + ": " + std::strerror(errno));
-  const FdCloser closer{fd};
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw DumpctlError("cannot open core file " + shown + ": " + std::strerror(errno));
   try {
-    return stream_core(fd, compression, sink);
+    return stream_core(fd.get(), compression, sink);
   } catch (const CoreStreamError& e) {
     switch (e.kind) {
       case CoreStreamError::Kind::Unreadable: throw DumpctlError("cannot read core file " + shown + ": " + e.what());

@@ -7,18 +7,11 @@
 #include <cstring>
 
 #include "store/dump_record.h"
+#include "util/text.h"
 
 namespace coredumpd::cli {
 
 namespace {
-
-constexpr char kHex[] = "0123456789abcdef";
-
-void append_hex_byte(std::string& out, unsigned char b) {
-  out += "\\x";
-  out.push_back(kHex[b >> 4U]);
-  out.push_back(kHex[b & 0xFU]);
-}
 
 void append_octal_byte(std::string& out, unsigned char b) {
   out.push_back('\\');
@@ -27,29 +20,11 @@ void append_octal_byte(std::string& out, unsigned char b) {
   out.push_back(static_cast<char>('0' + (b & 7U)));
 }
 
-/// Code points above U+007F that must not reach a terminal raw: C1 controls (may start escape
-/// sequences), line/paragraph separators and bidi embedding/override/isolate controls.
-bool is_dangerous_code_point(char32_t cp) {
-  return (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
-         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
-}
-
-/// Splits `s` into its next unit: a valid non-ASCII code point, an ASCII byte or one invalid byte.
-/// Returns the unit's length (>= 1); `valid` says whether it is a valid UTF-8 sequence.
-std::size_t next_unit(std::string_view s, char32_t& cp, bool& valid) {
-  const std::size_t n = decode_utf8(s, cp);
-  valid = n != 0;
-  if (!valid) cp = static_cast<unsigned char>(s[0]);
-  return valid ? n : 1;
-}
-
 bool needs_ansi_quoting(std::string_view s) {
   while (!s.empty()) {
-    char32_t cp = 0;
-    bool valid = false;
-    const std::size_t n = next_unit(s, cp, valid);
-    if (!valid || cp < 0x20 || cp == 0x7F || is_dangerous_code_point(cp)) return true;
-    s.remove_prefix(n);
+    const Utf8Unit u = next_utf8_unit(s);
+    if (!u.valid || u.cp < 0x20 || u.cp == 0x7F || is_dangerous_code_point(u.cp)) return true;
+    s.remove_prefix(u.size);
   }
   return false;
 }
@@ -65,66 +40,6 @@ bool is_plain_word(std::string_view s) {
 }
 
 }  // namespace
-
-std::string escape_for_display(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  while (!bytes.empty()) {
-    char32_t cp = 0;
-    bool valid = false;
-    const std::size_t n = next_unit(bytes, cp, valid);
-    if (!valid) {
-      append_hex_byte(out, static_cast<unsigned char>(bytes[0]));
-    } else if (cp == '\\') {
-      out += "\\\\";
-    } else if (cp == '\n') {
-      out += "\\n";
-    } else if (cp == '\t') {
-      out += "\\t";
-    } else if (cp == '\r') {
-      out += "\\r";
-    } else if (cp < 0x20 || cp == 0x7F) {
-      append_hex_byte(out, static_cast<unsigned char>(cp));
-    } else if (is_dangerous_code_point(cp)) {
-      char buf[16];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
-      out += buf;
-    } else {
-      out.append(bytes.substr(0, n));
-    }
-    bytes.remove_prefix(n);
-  }
-  return out;
-}
-
-std::string sanitize_json_text(std::string_view json) {
-  std::string out;
-  out.reserve(json.size());
-  while (!json.empty()) {
-    char32_t cp = 0;
-    bool valid = false;
-    const std::size_t n = next_unit(json, cp, valid);
-    if (!valid) {
-      out += "\\ufffd";
-    } else if (is_dangerous_code_point(cp) || (cp < 0x20 && cp != '\n') || cp == 0x7F) {
-      char buf[16];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
-      out += buf;
-    } else {
-      out.append(json.substr(0, n));
-    }
-    json.remove_prefix(n);
-  }
-  return out;
-}
-
-std::size_t display_width(std::string_view s) {
-  std::size_t width = 0;
-  for (const char c : s) {
-    if ((static_cast<unsigned char>(c) & 0xC0U) != 0x80U) ++width;
-  }
-  return width;
-}
 
 std::string shell_quote(std::string_view arg) {
   if (arg.empty()) return "''";
@@ -144,9 +59,7 @@ std::string shell_quote(std::string_view arg) {
   std::string out = "$'";
   std::string_view s = arg;
   while (!s.empty()) {
-    char32_t cp = 0;
-    bool valid = false;
-    const std::size_t n = next_unit(s, cp, valid);
+    const auto [n, cp, valid] = next_utf8_unit(s);
     if (!valid || cp < 0x20 || cp == 0x7F || is_dangerous_code_point(cp)) {
       if (valid && cp == '\n') {
         out += "\\n";

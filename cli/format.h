@@ -1,4 +1,4 @@
-// Text formatting for dumpctl: making hostile bytes safe to print, shell quoting, times, sizes.
+// Text formatting for dumpctl: shell quoting, times, sizes (escaping hostile bytes is util/text.h).
 #pragma once
 
 #include <cstdint>
@@ -9,27 +9,8 @@
 
 namespace coredumpd::cli {
 
-/// Makes untrusted bytes safe to print on one terminal line. Valid, printable UTF-8 is kept; the
-/// rest is escaped with backslash sequences: `\\` for a backslash, `\n`, `\t`, `\r`, `\xHH` for
-/// other C0 controls, DEL and each byte that is not part of valid UTF-8, and `\uHHHH` for C1
-/// controls (U+0080..U+009F) and the line/paragraph separators and bidirectional overrides
-/// (U+2028, U+2029, U+202A..U+202E, U+2066..U+2069). The result is valid UTF-8 without any control
-/// character, so it can never end a line or send a terminal escape sequence.
-std::string escape_for_display(std::string_view bytes);
-
-/// Makes JSON text (as produced by nlohmann::json::dump, so valid UTF-8) safe to print while
-/// keeping it valid JSON: the code points escape_for_display() would escape as \uHHHH can only
-/// occur inside JSON strings (dump() escapes C0 controls itself), so they are replaced by the
-/// equivalent JSON \uHHHH escape; everything else, including the newlines of pretty-printing, is
-/// kept. Any invalid UTF-8 byte is replaced by \ufffd.
-std::string sanitize_json_text(std::string_view json);
-
-/// Number of terminal columns `s` occupies, counting one per code point. `s` must be valid UTF-8
-/// (as returned by escape_for_display()); wide (East Asian) characters are counted as one.
-std::size_t display_width(std::string_view s);
-
 /// Quotes one argument so that a POSIX shell word-splits it back to exactly these bytes, and so
-/// that the result is safe to print (see escape_for_display()). Plain words
+/// that the result is safe to print (see escape_for_display() in util/text.h). Plain words
 /// ([A-Za-z0-9@%+=:,./_-]+) stay as they are; the empty string becomes `''`; printable text is
 /// single-quoted ('it'\''s'); anything holding control characters, invalid UTF-8 or other escaped
 /// code points becomes

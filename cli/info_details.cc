@@ -6,6 +6,7 @@
 
 #include "cli/format.h"
 #include "store/dump_record.h"
+#include "util/text.h"
 
 namespace coredumpd::cli {
 

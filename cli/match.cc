@@ -4,21 +4,11 @@
 
 #include "cli/dumpctl.h"
 #include "cli/format.h"
+#include "util/text.h"
 
 namespace coredumpd::cli {
 
 namespace {
-
-bool all_of_chars(const std::string& s, bool (*pred)(char)) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), pred);
-}
-
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
-bool is_hex(char c) {
-  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
 
 /// The newest record satisfying `pred`, or nullptr. Records are oldest first, so scan backwards.
 template <typename Pred>
@@ -43,7 +33,7 @@ const DumpRecord& select_dump(const std::vector<DumpRecord>& records,
 
   if (const auto* r = newest(records, [&](const DumpRecord& d) { return d.id == m; })) return *r;
 
-  if (all_of_chars(m, is_digit)) {
+  if (all_digits(m)) {
     const auto pid = [&]() -> std::optional<std::int64_t> {
       try {
         return std::stoll(m);
@@ -59,7 +49,7 @@ const DumpRecord& select_dump(const std::vector<DumpRecord>& records,
   }
 
   std::size_t prefix_matches = 0;
-  if (all_of_chars(m, is_hex)) {
+  if (!m.empty() && std::all_of(m.begin(), m.end(), is_hex_digit)) {
     std::string lower = m;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) {
       return (c >= 'A' && c <= 'F') ? static_cast<char>(c - 'A' + 'a') : c;

@@ -2,6 +2,7 @@
 
 #include "cli/format.h"
 #include "store/container_ref.h"
+#include "util/text.h"
 
 namespace coredumpd::cli {
 

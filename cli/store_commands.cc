@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "cli/format.h"
+#include "util/text.h"
 
 namespace coredumpd::cli {
 

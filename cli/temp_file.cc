@@ -11,6 +11,7 @@
 
 #include "cli/dumpctl.h"
 #include "cli/format.h"
+#include "util/text.h"
 
 namespace coredumpd::cli {
 
@@ -21,8 +22,8 @@ TempFile::TempFile(const std::string& dir, const std::string& prefix) {
   name += prefix + "XXXXXX";
   std::vector<char> buf(name.begin(), name.end());
   buf.push_back('\0');
-  fd_ = ::mkostemp(buf.data(), O_CLOEXEC);
-  if (fd_ < 0) {
+  fd_.reset(::mkostemp(buf.data(), O_CLOEXEC));
+  if (!fd_) {
     throw DumpctlError("cannot create a temporary file in " + escape_for_display(dir) + ": " +
                        std::strerror(errno));
   }
@@ -30,15 +31,12 @@ TempFile::TempFile(const std::string& dir, const std::string& prefix) {
 }
 
 TempFile::~TempFile() {
-  if (fd_ >= 0) ::close(fd_);
+  fd_.reset();
   if (owned_) ::unlink(path_.c_str());
 }
 
 void TempFile::close() {
-  if (fd_ < 0) return;
-  const int rc = ::close(fd_);
-  fd_ = -1;
-  if (rc != 0) {
+  if (fd_.close() != 0) {
     throw DumpctlError("cannot write " + escape_for_display(path_) + ": " + std::strerror(errno));
   }
 }

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "util/unique_fd.h"
+
 namespace coredumpd::cli {
 
 /// A new, empty file created with mkostemp (mode 0600, O_CLOEXEC) from `dir` and a name prefix.
@@ -16,7 +18,7 @@ class TempFile {
   TempFile& operator=(const TempFile&) = delete;
 
   /// The open descriptor (read-write), or -1 after close().
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   /// The file's path.
   const std::string& path() const { return path_; }
   /// Closes the descriptor, reporting deferred write errors. Throws DumpctlError.
@@ -26,7 +28,7 @@ class TempFile {
 
  private:
   std::string path_;
-  int fd_ = -1;
+  UniqueFd fd_;
   bool owned_ = true;
 };
 

@@ -4,16 +4,14 @@
 
 #include <array>
 
+#include "util/enum_names.h"
+#include "util/text.h"
+
 namespace coredumpd {
 
 namespace {
 
-struct StateName {
-  DumpState state;
-  const char* name;
-};
-
-constexpr std::array<StateName, 8> kStateNames{{
+constexpr std::array<EnumName<DumpState>, 8> kStateNames{{
     {DumpState::InProgress, "in_progress"},
     {DumpState::Complete, "complete"},
     {DumpState::Truncated, "truncated"},
@@ -24,10 +22,6 @@ constexpr std::array<StateName, 8> kStateNames{{
     {DumpState::Forwarded, "forwarded"},
 }};
 
-bool is_continuation(unsigned char c) {
-  return (c & 0xC0U) == 0x80U;
-}
-
 template <typename T>
 nlohmann::json optional_to_json(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -36,75 +30,17 @@ nlohmann::json optional_to_json(const std::optional<T>& v) {
 }  // namespace
 
 const char* state_name(DumpState s) {
-  for (const auto& e : kStateNames) {
-    if (e.state == s) return e.name;
-  }
-  return "unknown";
+  // The names are literals, so their data() is NUL-terminated.
+  return name_of(kStateNames, s).value_or("unknown").data();
 }
 
-std::optional<DumpState> parse_state(const std::string& s) {
-  for (const auto& e : kStateNames) {
-    if (s == e.name) return e.state;
-  }
-  return std::nullopt;
-}
+std::optional<DumpState> parse_state(const std::string& s) { return value_of(kStateNames, s); }
 
 std::string signal_name(int signo) {
   if (signo > 0) {
     if (const char* abbrev = sigabbrev_np(signo)) return std::string("SIG") + abbrev;
   }
   return "SIG" + std::to_string(signo);
-}
-
-std::size_t decode_utf8(std::string_view s, char32_t& cp) {
-  if (s.empty()) return 0;
-  const auto b0 = static_cast<unsigned char>(s[0]);
-  if (b0 < 0x80U) {
-    cp = b0;
-    return 1;
-  }
-  std::size_t len = 0;
-  // Bounds of the second byte (RFC 3629 table): they exclude overlong forms (E0, F0),
-  // surrogates (ED) and code points above U+10FFFF (F4).
-  unsigned char lo = 0x80U, hi = 0xBFU;
-  char32_t value = 0;
-  if (b0 >= 0xC2U && b0 <= 0xDFU) {
-    len = 2;
-    value = b0 & 0x1FU;
-  } else if (b0 >= 0xE0U && b0 <= 0xEFU) {
-    len = 3;
-    value = b0 & 0x0FU;
-    if (b0 == 0xE0U) lo = 0xA0U;
-    if (b0 == 0xEDU) hi = 0x9FU;
-  } else if (b0 >= 0xF0U && b0 <= 0xF4U) {
-    len = 4;
-    value = b0 & 0x07U;
-    if (b0 == 0xF0U) lo = 0x90U;
-    if (b0 == 0xF4U) hi = 0x8FU;
-  } else {
-    return 0;  // continuation byte, C0/C1 (always overlong) or F5..FF
-  }
-  if (s.size() < len) return 0;
-  const auto b1 = static_cast<unsigned char>(s[1]);
-  if (b1 < lo || b1 > hi) return 0;
-  value = (value << 6) | (b1 & 0x3FU);
-  for (std::size_t i = 2; i < len; ++i) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    if (!is_continuation(b)) return 0;
-    value = (value << 6) | (b & 0x3FU);
-  }
-  cp = value;
-  return len;
-}
-
-bool is_valid_utf8(std::string_view s) {
-  while (!s.empty()) {
-    char32_t cp = 0;
-    const std::size_t n = decode_utf8(s, cp);
-    if (n == 0) return false;
-    s.remove_prefix(n);
-  }
-  return true;
 }
 
 nlohmann::json bytes_to_json(const std::string& bytes) {

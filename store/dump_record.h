@@ -101,12 +101,4 @@ nlohmann::json bytes_to_json(const std::string& bytes);
 /// integers 0..255. std::nullopt for any other JSON value (for readers of `dumpctl --json`).
 std::optional<std::string> bytes_from_json(const nlohmann::json& j);
 
-/// Decodes the UTF-8 sequence at the start of `s` (RFC 3629: no overlong forms, no surrogates
-/// U+D800..U+DFFF, nothing above U+10FFFF). Returns its length in bytes (1..4) and stores the code
-/// point in `cp`; returns 0 (cp untouched) if `s` is empty or does not start with a valid sequence.
-std::size_t decode_utf8(std::string_view s, char32_t& cp);
-
-/// True if every byte of `s` belongs to a valid UTF-8 sequence (see decode_utf8()). NUL is valid.
-bool is_valid_utf8(std::string_view s);
-
 }  // namespace coredumpd

@@ -31,6 +31,12 @@ class UniqueFd {
     if (fd_ >= 0) ::close(fd_);
     fd_ = fd;
   }
+  /// Closes the owned descriptor now and returns close(2)'s result (0, or -1 with errno set), for
+  /// callers that must see a deferred write error. Owns nothing afterwards, even on failure.
+  int close() {
+    const int fd = release();
+    return fd >= 0 ? ::close(fd) : 0;
+  }
 
  private:
   int fd_ = -1;

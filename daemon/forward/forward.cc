@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -21,6 +20,7 @@
 #include "daemon/proc/proc_dir.h"
 #include "protocol/marker.h"
 #include "protocol/negotiate.h"
+#include "util/poll.h"
 
 namespace coredumpd {
 
@@ -182,10 +182,10 @@ void Relay::send(std::span<const std::byte> bytes) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno != EAGAIN) return fail("the receiver stopped taking the stream after " + std::to_string(sent_) +
                                               " bytes: " + std::strerror(errno));
-    pollfd p{socket_.get(), POLLOUT, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(idle_.count()));
-    if (ready == 0) return fail("the receiver took no bytes for " + std::to_string(idle_.count()) + " ms");
-    if (ready < 0 && errno != EINTR) return fail(std::string("poll: ") + std::strerror(errno));
+    const PollResult waited = poll_for(socket_.get(), POLLOUT, idle_);
+    if (waited.status == PollStatus::Timeout)
+      return fail("the receiver took no bytes for " + std::to_string(idle_.count()) + " ms");
+    if (waited.status == PollStatus::Failed) return fail(std::string("poll: ") + std::strerror(waited.error));
   }
 }
 
@@ -199,16 +199,13 @@ bool Relay::finish(std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   std::array<char, 256> buf{};
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-    pollfd p{socket_.get(), POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
-    if (ready == 0) {
+    const PollResult waited = poll_until(socket_.get(), POLLIN, until);
+    if (waited.status == PollStatus::Timeout) {
       fail("the receiver did not hang up within " + std::to_string(timeout.count()) + " ms after the stream");
       return false;
     }
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      fail(std::string("poll: ") + std::strerror(errno));
+    if (waited.status == PollStatus::Failed) {
+      fail(std::string("poll: ") + std::strerror(waited.error));
       return false;
     }
     const ssize_t n = ::recv(socket_.get(), buf.data(), buf.size(), MSG_DONTWAIT);

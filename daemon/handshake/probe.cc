@@ -11,6 +11,7 @@
 #include "daemon/proc/peer.h"
 #include "store/index.h"
 #include "protocol/wire.h"
+#include "util/unique_fd.h"
 
 namespace coredumpd {
 
@@ -37,9 +38,8 @@ nlohmann::json probe_pidfd() {
   nlohmann::json out;
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) return {{"error", "socketpair failed"}};
-  const Peer peer = identify_peer(sv[0]);
-  ::close(sv[0]);
-  ::close(sv[1]);
+  const UniqueFd ours(sv[0]), theirs(sv[1]);
+  const Peer peer = identify_peer(ours.get());
   out["so_peerpidfd"] = static_cast<bool>(peer.pidfd);
   if (!peer.pidfd) {
     out["error"] = peer.error;

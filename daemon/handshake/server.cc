@@ -1,6 +1,5 @@
 #include "daemon/handshake/server.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -23,6 +22,8 @@
 #include "daemon/policy/config_files.h"
 #include "daemon/handshake/session.h"
 #include "daemon/dump/spool.h"
+#include "util/dir.h"
+#include "util/time.h"
 
 namespace coredumpd {
 
@@ -55,26 +56,16 @@ nlohmann::json read_host_namespaces() {
   return out;
 }
 
-std::int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Removes leftovers of an earlier run that died mid-dump: named temp files (only created where the
 // filesystem lacks O_TMPFILE). O_TMPFILE files vanish by themselves.
 void remove_partial_files(int dirfd) {
-  UniqueFd dup(::fcntl(dirfd, F_DUPFD_CLOEXEC, 0));
-  DIR* dir = ::fdopendir(dup.get());
-  if (!dir) return;
-  dup.release();
-  ::rewinddir(dir);
-  while (dirent* e = ::readdir(dir)) {
-    if (std::strncmp(e->d_name, ".partial-", 9) == 0) {
-      spdlog::warn("removing partial core file {} left by an interrupted run", e->d_name);
-      ::unlinkat(dirfd, e->d_name, 0);
+  for_each_dir_entry(dirfd, ".", [dirfd](std::string_view name) {
+    if (name.starts_with(".partial-")) {
+      spdlog::warn("removing partial core file {} left by an interrupted run", name);
+      ::unlinkat(dirfd, name.data(), 0);  // name is NUL-terminated (see for_each_dir_entry)
     }
-  }
-  ::closedir(dir);
+    return true;
+  });
 }
 
 // Creates the listening socket at `path`: parent directory made root-only if we create it, a stale
@@ -183,7 +174,7 @@ void Server::accept_next() {
       spdlog::error("accept failed: {}", ec.message());
     } else {
       stats_.count(Outcome::Accepted);
-      std::make_shared<Session>(*ctx_, std::move(socket), now_us())->start();
+      std::make_shared<Session>(*ctx_, std::move(socket), now_epoch_us())->start();
     }
     accept_next();
   });

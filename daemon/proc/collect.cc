@@ -1,6 +1,5 @@
 #include "daemon/proc/collect.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -15,6 +14,9 @@
 #include <thread>
 
 #include "store/dump_record.h"
+#include "util/dir.h"
+#include "util/text.h"
+#include "util/time.h"
 
 namespace coredumpd {
 
@@ -34,18 +36,31 @@ std::string chomp(std::string s) {
   return s;
 }
 
-void collect_identity(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+// proc.read(name), or std::nullopt with the reason filed under f.errors[name].
+std::optional<std::string> read_noting(const ProcDir& proc, const char* name, std::size_t max_bytes, HandshakeFacts& f) {
   std::string err;
-  if (auto v = proc.read("comm", kSmallFileMax, err)) f.comm = chomp(*v); else f.errors["comm"] = err;
-  if (auto v = proc.readlink("exe", err)) f.exe = *v; else f.errors["exe"] = err;
-  if (auto v = proc.read("cmdline", kCmdlineMax, err)) f.argv = split_cmdline(*v); else f.errors["cmdline"] = err;
-  if (auto v = proc.readlink("cwd", err)) f.cwd = *v; else f.errors["cwd"] = err;
-  if (auto v = proc.read("cgroup", kSmallFileMax, err)) f.cgroup = chomp(*v); else f.errors["cgroup"] = err;
-  if (auto v = proc.read("limits", kSmallFileMax, err)) {
+  auto v = proc.read(name, max_bytes, err);
+  if (!v) f.errors[name] = err;
+  return v;
+}
+
+// proc.readlink(name), or std::nullopt with the reason filed under f.errors[name].
+std::optional<std::string> readlink_noting(const ProcDir& proc, const char* name, HandshakeFacts& f) {
+  std::string err;
+  auto v = proc.readlink(name, err);
+  if (!v) f.errors[name] = err;
+  return v;
+}
+
+void collect_identity(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+  if (auto v = read_noting(proc, "comm", kSmallFileMax, f)) f.comm = chomp(*v);
+  if (auto v = readlink_noting(proc, "exe", f)) f.exe = *v;
+  if (auto v = read_noting(proc, "cmdline", kCmdlineMax, f)) f.argv = split_cmdline(*v);
+  if (auto v = readlink_noting(proc, "cwd", f)) f.cwd = *v;
+  if (auto v = read_noting(proc, "cgroup", kSmallFileMax, f)) f.cgroup = chomp(*v);
+  if (auto v = read_noting(proc, "limits", kSmallFileMax, f)) {
     f.rlimit_core = parse_rlimit_core(*v);
     f.proc["limits"] = bytes_to_json(*v);
-  } else {
-    f.errors["limits"] = err;
   }
 }
 
@@ -84,48 +99,38 @@ void collect_hostname(const ProcDir& proc, HandshakeFacts& f, const CollectLimit
 // Host and namespace TIDs of every thread, so the crashing thread named in NT_PRSTATUS (a TID in the
 // task's own pid namespace) can be mapped to a host TID.
 void collect_threads(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
-  UniqueFd task(::openat(proc.dirfd(), "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  DIR* dir = task ? ::fdopendir(task.get()) : nullptr;
-  if (!dir) {
-    f.errors["threads"] = std::string("task/: ") + std::strerror(errno);
-    return;
-  }
-  task.release();  // owned by dir now
   std::string err;
-  while (dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+  const auto failed = for_each_dir_entry(proc.dirfd(), "task", [&](std::string_view name) {
+    if (!is_digit(name[0])) return true;
     if (f.threads.size() >= kThreadsMax) {
       f.errors["threads"] = "more than " + std::to_string(kThreadsMax) + " threads; list truncated";
-      break;
+      return false;
     }
-    if (auto st = proc.read(std::string("task/") + e->d_name + "/status", kSmallFileMax, err))
+    if (auto st = proc.read("task/" + std::string(name) + "/status", kSmallFileMax, err))
       if (auto ids = parse_nspid(*st)) f.threads.push_back(*ids);
-  }
-  ::closedir(dir);
+    return true;
+  });
+  // A readdir failure part way keeps the threads seen so far, as before.
+  if (failed && failed->step == DirError::Step::Open)
+    f.errors["threads"] = std::string("task/: ") + std::strerror(failed->error);
 }
 
 // Open descriptors with their targets and fdinfo (pos, flags, mnt_id, ino, lock lines). This is the
 // collector COREDUMP_CLOSE_FILES makes urgent: after the ack the fd table is gone (docs/PROTOCOL.md §6.4).
 void collect_fds(const ProcDir& proc, HandshakeFacts& f, const CollectLimits& limits) {
   const auto start = Clock::now();
-  UniqueFd fddir(::openat(proc.dirfd(), "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  DIR* dir = fddir ? ::fdopendir(fddir.get()) : nullptr;
-  if (!dir) {
-    f.errors["fds"] = std::string("fd/: ") + std::strerror(errno);
-    return;
-  }
-  fddir.release();
   auto fds = nlohmann::json::array();
   std::string err;
-  while (dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+  const auto failed = for_each_dir_entry(proc.dirfd(), "fd", [&](std::string_view name) {
+    if (!is_digit(name[0])) return true;
     if (fds.size() >= kFdsMax || Clock::now() - start > limits.per_collector) {
       f.errors["fds"] = "stopped after " + std::to_string(fds.size()) + " descriptors: collector budget";
-      break;
+      return false;
     }
-    nlohmann::json fd = {{"fd", std::stoi(e->d_name)}};
-    if (auto target = proc.readlink(std::string("fd/") + e->d_name, err)) fd["target"] = bytes_to_json(*target);
-    if (auto info = proc.read(std::string("fdinfo/") + e->d_name, kSmallFileMax, err)) {
+    const std::string number(name);
+    nlohmann::json fd = {{"fd", std::stoi(number)}};
+    if (auto target = proc.readlink("fd/" + number, err)) fd["target"] = bytes_to_json(*target);
+    if (auto info = proc.read("fdinfo/" + number, kSmallFileMax, err)) {
       std::istringstream in(*info);
       std::string line;
       while (std::getline(in, line)) {
@@ -140,8 +145,12 @@ void collect_fds(const ProcDir& proc, HandshakeFacts& f, const CollectLimits& li
       }
     }
     fds.push_back(std::move(fd));
+    return true;
+  });
+  if (failed && failed->step == DirError::Step::Open) {
+    f.errors["fds"] = std::string("fd/: ") + std::strerror(failed->error);
+    return;
   }
-  ::closedir(dir);
   f.proc["fds"] = std::move(fds);
 }
 
@@ -178,26 +187,20 @@ void collect_locks(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&)
 }
 
 void collect_maps(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
-  std::string err;
-  if (auto v = proc.read("maps", kBigFileMax, err)) {
+  if (auto v = read_noting(proc, "maps", kBigFileMax, f)) {
     f.estimated_core_bytes = estimate_core_bytes(*v);
     f.proc["maps"] = bytes_to_json(*v);
-  } else {
-    f.errors["maps"] = err;
   }
 }
 
 void collect_status(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
-  std::string err;
-  if (auto v = proc.read("status", kSmallFileMax, err)) {
+  if (auto v = read_noting(proc, "status", kSmallFileMax, f)) {
     f.status = *v;
     f.proc["status"] = bytes_to_json(*v);
-  } else {
-    f.errors["status"] = err;
   }
-  if (auto v = proc.read("uid_map", kSmallFileMax, err)) f.uid_map = *v; else f.errors["uid_map"] = err;
-  if (auto v = proc.read("gid_map", kSmallFileMax, err)) f.gid_map = *v; else f.errors["gid_map"] = err;
-  if (auto v = proc.read("mountinfo", kBigFileMax, err)) f.proc["mountinfo"] = bytes_to_json(*v); else f.errors["mountinfo"] = err;
+  if (auto v = read_noting(proc, "uid_map", kSmallFileMax, f)) f.uid_map = *v;
+  if (auto v = read_noting(proc, "gid_map", kSmallFileMax, f)) f.gid_map = *v;
+  if (auto v = read_noting(proc, "mountinfo", kBigFileMax, f)) f.proc["mountinfo"] = bytes_to_json(*v);
 }
 
 // Namespace inodes ("uts" -> 4026531838), to tell a container's crash from the host's.
@@ -213,8 +216,7 @@ void collect_namespaces(const ProcDir& proc, HandshakeFacts& f, const CollectLim
 }
 
 void collect_environ(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
-  std::string err;
-  if (auto v = proc.read("environ", kCmdlineMax, err)) f.environ = split_cmdline(*v); else f.errors["environ"] = err;
+  if (auto v = read_noting(proc, "environ", kCmdlineMax, f)) f.environ = split_cmdline(*v);
 }
 
 void collect_test_delay(const ProcDir&, HandshakeFacts&, const CollectLimits& limits) {
@@ -245,7 +247,7 @@ HandshakeFacts collect_handshake_facts(const ProcDir& proc, const CollectLimits&
       continue;
     }
     c.run(proc, f, limits);
-    f.timings_us[c.name] = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+    f.timings_us[c.name] = us_since(start);
   }
   f.verified = proc.still_ours();
   if (!f.verified) f.errors["verify"] = "process behind the pidfd is gone; metadata may be incomplete";

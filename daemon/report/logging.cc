@@ -11,6 +11,8 @@
 #include <spdlog/sinks/systemd_sink.h>
 #include <spdlog/spdlog.h>
 
+#include "util/text.h"
+
 namespace coredumpd {
 
 namespace {
@@ -42,40 +44,6 @@ void setup_logging(const std::string& level) {
   spdlog::set_default_logger(std::move(logger));
 }
 
-std::string escape_for_log(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    // Length of a well-formed UTF-8 sequence starting here (0 if malformed); ASCII handled below.
-    std::size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-    if (c >= 0x80 && len > 0 && i + len <= s.size()) {
-      bool ok = true;
-      for (std::size_t k = 1; k < len; ++k) ok = ok && (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-      const auto c1 = static_cast<unsigned char>(s[i + 1]);
-      if (c == 0xE0 && c1 < 0xA0) ok = false;                 // overlong
-      if (c == 0xED && c1 >= 0xA0) ok = false;                // surrogate
-      if (c == 0xF0 && c1 < 0x90) ok = false;                 // overlong
-      if (c == 0xF4 && c1 >= 0x90) ok = false;                // > U+10FFFF
-      if (ok) {
-        out.append(s, i, len);
-        i += len;
-        continue;
-      }
-    }
-    char buf[5];
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\\') out += "\\\\";
-    else if (c < 0x20 || c >= 0x7F) {
-      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-    ++i;
-  }
-  return out;
-}
+std::string escape_for_log(const std::string& s) { return escape_for_display(s); }
 
 }  // namespace coredumpd

@@ -10,8 +10,9 @@ namespace coredumpd {
 /// ("debug", "info", "warning", ...). Throws std::invalid_argument for an unknown level.
 void setup_logging(const std::string& level);
 
-/// `s` made safe for a one-line log message: control characters, backslashes and bytes that are not
-/// valid UTF-8 become \n, \t, \\ and \xNN escapes. Crashing processes choose their comm and argv.
+/// `s` made safe for a one-line log message, exactly as dumpctl shows it: escape_for_display()
+/// (util/text.h), which escapes control characters, backslashes, bytes that are not valid UTF-8,
+/// C1 controls, line separators and bidi overrides. Crashing processes choose their comm and argv.
 std::string escape_for_log(const std::string& s);
 
 }  // namespace coredumpd

@@ -14,6 +14,7 @@
 #include "protocol/request.h"
 #include "tests/fake_kernel/deadline_io.h"
 #include "tests/fake_kernel/scoped_fd.h"
+#include "util/enum_names.h"
 
 namespace coredumpd::fake_kernel {
 
@@ -22,7 +23,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace proto = coredumpd::protocol;
 
-constexpr std::array<std::pair<Point, std::string_view>, 8> kPointNames{{
+constexpr std::array<EnumName<Point>, 8> kPointNames{{
     {Point::Connected, "connected"},
     {Point::RequestSent, "request-sent"},
     {Point::AckRead, "ack-read"},
@@ -407,19 +408,9 @@ class Session {
 
 }  // namespace
 
-std::string_view point_name(Point point) {
-  for (const auto& [p, name] : kPointNames) {
-    if (p == point) return name;
-  }
-  return "?";
-}
+std::string_view point_name(Point point) { return name_of(kPointNames, point).value_or("?"); }
 
-std::optional<Point> parse_point(std::string_view name) {
-  for (const auto& [p, n] : kPointNames) {
-    if (n == name) return p;
-  }
-  return std::nullopt;
-}
+std::optional<Point> parse_point(std::string_view name) { return value_of(kPointNames, name); }
 
 std::string_view outcome_name(Outcome outcome) {
   switch (outcome) {

@@ -1,4 +1,5 @@
-// DumpRecord helpers: state names, signal names, UTF-8 validation, JSON encoding of byte strings.
+// DumpRecord helpers: state names, signal names, JSON encoding of byte strings (UTF-8 validation is
+// tests/unit/text_test.cc).
 #include "store/dump_record.h"
 
 #include <gtest/gtest.h>
@@ -33,56 +34,6 @@ TEST(DumpRecord, SignalNames) {
   EXPECT_EQ(signal_name(0), "SIG0");
   EXPECT_EQ(signal_name(-3), "SIG-3");
   EXPECT_EQ(signal_name(200), "SIG200");
-}
-
-TEST(DumpRecord, Utf8AcceptsValidSequences) {
-  EXPECT_TRUE(is_valid_utf8(""));
-  EXPECT_TRUE(is_valid_utf8("plain ascii"));
-  EXPECT_TRUE(is_valid_utf8("nul\0inside"s));
-  EXPECT_TRUE(is_valid_utf8("\x7f"));
-  EXPECT_TRUE(is_valid_utf8("\xc2\x80"));                      // U+0080, smallest 2-byte
-  EXPECT_TRUE(is_valid_utf8("\xdf\xbf"));                      // U+07FF
-  EXPECT_TRUE(is_valid_utf8("\xe0\xa0\x80"));                  // U+0800, smallest 3-byte
-  EXPECT_TRUE(is_valid_utf8("\xed\x9f\xbf"));                  // U+D7FF, just below the surrogates
-  EXPECT_TRUE(is_valid_utf8("\xee\x80\x80"));                  // U+E000, just above them
-  EXPECT_TRUE(is_valid_utf8("\xef\xbf\xbf"));                  // U+FFFF
-  EXPECT_TRUE(is_valid_utf8("\xf0\x90\x80\x80"));              // U+10000, smallest 4-byte
-  EXPECT_TRUE(is_valid_utf8("\xf4\x8f\xbf\xbf"));              // U+10FFFF, the largest
-  EXPECT_TRUE(is_valid_utf8("caf\xc3\xa9 \xf0\x9f\x92\xa5"));  // "café 💥"
-  char32_t cp = 0;
-  EXPECT_EQ(decode_utf8("\xf0\x9f\x92\xa5", cp), 4U);
-  EXPECT_EQ(cp, U'\U0001F4A5');
-  EXPECT_EQ(decode_utf8("\xe2\x80\xae", cp), 3U);
-  EXPECT_EQ(cp, U'\u202E');
-}
-
-TEST(DumpRecord, Utf8RejectsInvalidSequences) {
-  EXPECT_FALSE(is_valid_utf8("\x80"));  // lone continuation
-  EXPECT_FALSE(is_valid_utf8("\xbf"));
-  EXPECT_FALSE(is_valid_utf8("\xff"));
-  EXPECT_FALSE(is_valid_utf8("\xfe"));
-  EXPECT_FALSE(is_valid_utf8("\xc0\x80"));                  // overlong NUL
-  EXPECT_FALSE(is_valid_utf8("\xc1\xbf"));                  // overlong U+007F
-  EXPECT_FALSE(is_valid_utf8("\xe0\x80\x80"));              // overlong 3-byte
-  EXPECT_FALSE(is_valid_utf8("\xe0\x9f\xbf"));              // overlong U+07FF
-  EXPECT_FALSE(is_valid_utf8("\xf0\x80\x80\x80"));          // overlong 4-byte
-  EXPECT_FALSE(is_valid_utf8("\xf0\x8f\xbf\xbf"));          // overlong U+FFFF
-  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));              // U+D800, high surrogate
-  EXPECT_FALSE(is_valid_utf8("\xed\xbf\xbf"));              // U+DFFF, low surrogate
-  EXPECT_FALSE(is_valid_utf8("\xed\xa0\xbd\xed\xb2\xa5"));  // CESU-8 surrogate pair
-  EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));          // U+110000
-  EXPECT_FALSE(is_valid_utf8("\xf5\x80\x80\x80"));
-  EXPECT_FALSE(is_valid_utf8("\xf8\x88\x80\x80\x80"));  // old 5-byte form
-  EXPECT_FALSE(is_valid_utf8("\xc3"));                  // truncated
-  EXPECT_FALSE(is_valid_utf8("\xe2\x82"));
-  EXPECT_FALSE(is_valid_utf8("\xf0\x9f\x92"));
-  EXPECT_FALSE(is_valid_utf8("\xc3("));  // bad continuation
-  EXPECT_FALSE(is_valid_utf8("\xe2\x28\xa1"));
-  EXPECT_FALSE(is_valid_utf8("ok\xffok"));
-  char32_t cp = 42;
-  EXPECT_EQ(decode_utf8("", cp), 0U);
-  EXPECT_EQ(decode_utf8("\xed\xa0\x80", cp), 0U);
-  EXPECT_EQ(cp, 42U);
 }
 
 TEST(DumpRecord, BytesToJson) {

@@ -921,29 +921,6 @@ TEST_F(DumpctlTest, DebugErrors) {
 
 // ---- helpers ---------------------------------------------------------------------------------
 
-TEST(DumpctlFormat, EscapeForDisplay) {
-  EXPECT_EQ(escape_for_display("plain /usr/bin/x"), "plain /usr/bin/x");
-  EXPECT_EQ(escape_for_display("caf\xc3\xa9 \xf0\x9f\x92\xa5"), "caf\xc3\xa9 \xf0\x9f\x92\xa5");
-  EXPECT_EQ(escape_for_display("a\nb\tc\rd"), "a\\nb\\tc\\rd");
-  EXPECT_EQ(escape_for_display("\x1b[2J\x7f"), "\\x1b[2J\\x7f");
-  EXPECT_EQ(escape_for_display("back\\slash"), "back\\\\slash");
-  EXPECT_EQ(escape_for_display("\xff\xc0\x80\xed\xa0\x80"), "\\xff\\xc0\\x80\\xed\\xa0\\x80");
-  EXPECT_EQ(escape_for_display("\xc2\x9b"
-                               "1m"),
-            "\\u009b1m");
-  EXPECT_EQ(escape_for_display("\xe2\x80\xae\xe2\x81\xa6"), "\\u202e\\u2066");
-  EXPECT_EQ(escape_for_display("nul\0x"s), "nul\\x00x");
-  EXPECT_EQ(display_width("caf\xc3\xa9"), 4U);
-}
-
-TEST(DumpctlFormat, SanitizeJsonText) {
-  const nlohmann::json j = {{"s", "a\nb\x1b\xc2\x9b\xe2\x80\xae caf\xc3\xa9"}};
-  const std::string text = sanitize_json_text(j.dump(2));
-  EXPECT_EQ(nlohmann::json::parse(text), j);  // still the same JSON
-  EXPECT_NE(text.find("\\u009b\\u202e caf\xc3\xa9"), std::string::npos) << text;
-  EXPECT_EQ(sanitize_json_text("\"\xff\""), "\"\\ufffd\"");
-}
-
 TEST(DumpctlFormat, ShellQuote) {
   EXPECT_EQ(shell_quote(""), "''");
   EXPECT_EQ(shell_quote("/usr/bin/x"), "/usr/bin/x");
