@@ -14,7 +14,9 @@
 //   match_keys()       a rule's "match": {...}
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <type_traits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,6 +71,42 @@ struct ConfigKey {
   /// Applied after every other key of the object ("rules" start from the final "defaults").
   void (*apply_late)(const KeyValue&, T&) = nullptr;
 };
+
+namespace key_detail {
+template <class>
+struct MemberOf;
+template <class T, class V>
+struct MemberOf<V T::*> {
+  using Owner = T;
+  using Value = V;
+};
+}  // namespace key_detail
+
+/// An entry for the boolean field `M` (&T::field).
+template <auto M>
+constexpr auto boolean_key(std::string_view name, std::string_view description, std::string_view default_text = {}) {
+  using T = typename key_detail::MemberOf<decltype(M)>::Owner;
+  return ConfigKey<T>{.name = name, .type = "boolean", .default_text = default_text, .description = description,
+                      .apply = [](const KeyValue& v, T& t) { t.*M = v.boolean(); },
+                      .write = [](const T& t) -> nlohmann::json { return t.*M; }};
+}
+
+/// An entry for the integer field `M` (&T::field, an int or a std::chrono duration) in [min, max].
+template <auto M>
+constexpr auto integer_key(std::string_view name, std::int64_t min, std::int64_t max, std::string_view description,
+                           std::string_view default_text = {}) {
+  using T = typename key_detail::MemberOf<decltype(M)>::Owner;
+  using V = typename key_detail::MemberOf<decltype(M)>::Value;
+  constexpr bool kDuration = requires(V d) { d.count(); };
+  const std::string_view type = !kDuration ? "integer" : std::is_same_v<V, std::chrono::seconds> ? "integer (s)" : "integer (ms)";
+  return ConfigKey<T>{.name = name, .type = type, .min = min, .max = max, .default_text = default_text,
+                      .description = description,
+                      .apply = [](const KeyValue& v, T& t) { t.*M = static_cast<V>(v.integer()); },
+                      .write = [](const T& t) -> nlohmann::json {
+                        if constexpr (kDuration) return (t.*M).count();
+                        else return t.*M;
+                      }};
+}
 
 /// The entry named `name`, or nullptr.
 template <class T>

@@ -67,18 +67,9 @@ constexpr ConfigKey<Policy> kPolicy[] = {
          v.fail("must not contain a \"..\" component");
      },
      .write = [](const Policy& p) -> json { return p.forward_socket; }},
-    {.name = "close_files", .type = "boolean",
-     .description = "Ask for COREDUMP_CLOSE_FILES when the kernel offers it.",
-     .apply = [](const KeyValue& v, Policy& p) { p.close_files = v.boolean(); },
-     .write = [](const Policy& p) -> json { return p.close_files; }},
-    {.name = "records", .type = "boolean",
-     .description = "Ask for COREDUMP_RECORDS when the kernel offers it.",
-     .apply = [](const KeyValue& v, Policy& p) { p.records = v.boolean(); },
-     .write = [](const Policy& p) -> json { return p.records; }},
-    {.name = "sparse", .type = "boolean",
-     .description = "Ask for COREDUMP_SPARSE when the kernel offers it.",
-     .apply = [](const KeyValue& v, Policy& p) { p.sparse = v.boolean(); },
-     .write = [](const Policy& p) -> json { return p.sparse; }},
+    boolean_key<&Policy::close_files>("close_files", "Ask for COREDUMP_CLOSE_FILES when the kernel offers it."),
+    boolean_key<&Policy::records>("records", "Ask for COREDUMP_RECORDS when the kernel offers it."),
+    boolean_key<&Policy::sparse>("sparse", "Ask for COREDUMP_SPARSE when the kernel offers it."),
     {.name = "memory_types", .type = "list of names, bit mask, or null", .values = "anon_private ... dax_shared; 0..0x1FF",
      .description = "Memory in the core (COREDUMP_MEMORY_*); null: the task's coredump_filter. Needs a NEXT kernel.",
      .apply = [](const KeyValue& v, Policy& p) {
@@ -98,18 +89,10 @@ constexpr ConfigKey<Policy> kPolicy[] = {
        }
      },
      .write = [](const Policy& p) -> json { return p.post_dump; }},
-    {.name = "honor_rlimit_core", .type = "boolean",
-     .description = "Reject the dump of a task whose RLIMIT_CORE is 0 (the kernel ignores it for sockets).",
-     .apply = [](const KeyValue& v, Policy& p) { p.honor_rlimit_core = v.boolean(); },
-     .write = [](const Policy& p) -> json { return p.honor_rlimit_core; }},
-    {.name = "capture_environ", .type = "boolean",
-     .description = "Store /proc/<pid>/environ (it often holds secrets).",
-     .apply = [](const KeyValue& v, Policy& p) { p.capture_environ = v.boolean(); },
-     .write = [](const Policy& p) -> json { return p.capture_environ; }},
-    {.name = "compression_level", .type = "integer", .min = 1, .max = 19,
-     .description = "zstd level of the stored core.",
-     .apply = [](const KeyValue& v, Policy& p) { p.compression_level = static_cast<int>(v.integer()); },
-     .write = [](const Policy& p) -> json { return p.compression_level; }},
+    boolean_key<&Policy::honor_rlimit_core>("honor_rlimit_core",
+        "Reject the dump of a task whose RLIMIT_CORE is 0 (the kernel ignores it for sockets)."),
+    boolean_key<&Policy::capture_environ>("capture_environ", "Store /proc/<pid>/environ (it often holds secrets)."),
+    integer_key<&Policy::compression_level>("compression_level", 1, 19, "zstd level of the stored core."),
     {.name = "max_core_bytes", .type = "integer or null", .min = 4096, .max = INT64_MAX, .values = ">= 4096",
      .description = "Largest core stored, bytes (over_size decides what happens beyond); null: unlimited.",
      .apply = [](const KeyValue& v, Policy& p) {
@@ -140,14 +123,8 @@ constexpr ConfigKey<Policy> kPolicy[] = {
 };
 
 constexpr ConfigKey<RateLimit> kRateLimit[] = {
-    {.name = "burst", .type = "integer", .min = 1, .max = 1'000'000,
-     .description = "Cores stored per window (required).",
-     .apply = [](const KeyValue& v, RateLimit& r) { r.burst = static_cast<std::uint32_t>(v.integer()); },
-     .write = [](const RateLimit& r) -> json { return r.burst; }},
-    {.name = "interval_s", .type = "integer (s)", .min = 1, .max = 7 * 24 * 3600,
-     .description = "The sliding window (required).",
-     .apply = [](const KeyValue& v, RateLimit& r) { r.interval = std::chrono::seconds(v.integer()); },
-     .write = [](const RateLimit& r) -> json { return r.interval.count(); }},
+    integer_key<&RateLimit::burst>("burst", 1, 1'000'000, "Cores stored per window (required)."),
+    integer_key<&RateLimit::interval>("interval_s", 1, 7 * 24 * 3600, "The sliding window (required)."),
 };
 
 constexpr ConfigKey<Rule> kRule[] = {
