@@ -145,16 +145,19 @@ constexpr ConfigKey<Rule> kRule[] = {
 // A condition is written back only when set.
 json set_or_discarded(const auto& v) { return v ? json(*v) : json(json::value_t::discarded); }
 
+// A text condition (a std::optional<std::string> field `M` of Match).
+template <auto M>
+constexpr ConfigKey<Match> text_condition(std::string_view name, std::string_view type, std::string_view description,
+                                          std::string_view values = {}) {
+  return {.name = name, .type = type, .values = values, .description = description,
+          .apply = [](const KeyValue& v, Match& m) { m.*M = v.string(); },
+          .write = [](const Match& m) { return set_or_discarded(m.*M); }};
+}
+
 constexpr ConfigKey<Match> kMatch[] = {
-    {.name = "comm", .type = "string", .description = "The comm, exactly.",
-     .apply = [](const KeyValue& v, Match& m) { m.comm = v.string(); },
-     .write = [](const Match& m) { return set_or_discarded(m.comm); }},
-    {.name = "exe", .type = "glob", .description = "fnmatch(3) glob on the executable's path.",
-     .apply = [](const KeyValue& v, Match& m) { m.exe = v.string(); },
-     .write = [](const Match& m) { return set_or_discarded(m.exe); }},
-    {.name = "cgroup", .type = "glob", .description = "Glob on the path of any line of /proc/<pid>/cgroup.",
-     .apply = [](const KeyValue& v, Match& m) { m.cgroup = v.string(); },
-     .write = [](const Match& m) { return set_or_discarded(m.cgroup); }},
+    text_condition<&Match::comm>("comm", "string", "The comm, exactly."),
+    text_condition<&Match::exe>("exe", "glob", "fnmatch(3) glob on the executable's path."),
+    text_condition<&Match::cgroup>("cgroup", "glob", "Glob on the path of any line of /proc/<pid>/cgroup."),
     {.name = "uid", .type = "integer", .min = 0, .max = UINT32_MAX, .description = "The real uid.",
      .apply = [](const KeyValue& v, Match& m) { m.uid = v.integer(); },
      .write = [](const Match& m) { return set_or_discarded(m.uid); }},
@@ -166,20 +169,13 @@ constexpr ConfigKey<Match> kMatch[] = {
        if (!pw) v.fail("no such user \"" + name + "\"");
        m.uid = pw->pw_uid;
      }},
-    {.name = "runtime", .type = "string", .values = "\"docker\", \"podman\", \"systemd-nspawn\", ..., \"host\"",
-     .description = "The container runtime recognised from the cgroup path (a record's container.runtime).",
-     .apply = [](const KeyValue& v, Match& m) { m.runtime = v.string(); },
-     .write = [](const Match& m) { return set_or_discarded(m.runtime); }},
-    {.name = "container", .type = "string",
-     .description = "The container: its key (\"docker:<id>\"), its name, or its id (or a prefix of >= 12 chars).",
-     .apply = [](const KeyValue& v, Match& m) { m.container = v.string(); },
-     .write = [](const Match& m) { return set_or_discarded(m.container); }},
-    {.name = "unit", .type = "glob", .description = "Glob on the systemd unit (\"nginx.service\").",
-     .apply = [](const KeyValue& v, Match& m) { m.unit = v.string(); },
-     .write = [](const Match& m) { return set_or_discarded(m.unit); }},
-    {.name = "slice", .type = "glob", .description = "Glob on the systemd slice (\"machine.slice\").",
-     .apply = [](const KeyValue& v, Match& m) { m.slice = v.string(); },
-     .write = [](const Match& m) { return set_or_discarded(m.slice); }},
+    text_condition<&Match::runtime>("runtime", "string",
+        "The container runtime recognised from the cgroup path (a record's container.runtime).",
+        "\"docker\", \"podman\", \"systemd-nspawn\", ..., \"host\""),
+    text_condition<&Match::container>("container", "string",
+        "The container: its key (\"docker:<id>\"), its name, or its id (or a prefix of >= 12 chars)."),
+    text_condition<&Match::unit>("unit", "glob", "Glob on the systemd unit (\"nginx.service\")."),
+    text_condition<&Match::slice>("slice", "glob", "Glob on the systemd slice (\"machine.slice\")."),
     {.name = "namespaces", .type = "object", .choices = kNamespaces,
      .values = "{\"<ns>\": \"host\" | \"non-host\" | <inode>}; ns: cgroup ipc mnt net pid time user uts",
      .description = "Whether each named namespace is the host's, not the host's, or this inode.",

@@ -67,14 +67,19 @@ std::string percent_text(double p) {
 
 json optional_json(const auto& v) { return v ? json(*v) : json(nullptr); }
 
+// A size limit (a std::optional<std::uint64_t> field `M`); null clears it.
+template <auto M>
+constexpr ConfigKey<RetentionLimits> size_limit(std::string_view name, std::string_view description) {
+  return {.name = name, .type = "size or null", .description = description,
+          .apply = [](const KeyValue& v, RetentionLimits& l) {
+            if (v.value.is_null()) (l.*M).reset();
+            else l.*M = retention_size(v);
+          },
+          .write = [](const RetentionLimits& l) { return optional_json(l.*M); }};
+}
+
 constexpr ConfigKey<RetentionLimits> kRetention[] = {
-    {.name = "max_use", .type = "size or null",
-     .description = "All stored cores together; the oldest go first.",
-     .apply = [](const KeyValue& v, RetentionLimits& l) {
-       if (v.value.is_null()) l.max_use_bytes.reset();
-       else l.max_use_bytes = retention_size(v);
-     },
-     .write = [](const RetentionLimits& l) { return optional_json(l.max_use_bytes); }},
+    size_limit<&RetentionLimits::max_use_bytes>("max_use", "All stored cores together; the oldest go first."),
     {.name = "keep_free", .type = "size, \"P%\" or null", .values = "0% < P < 100%",
      .description = "Free space to leave on the store's filesystem.",
      .apply = [](const KeyValue& v, RetentionLimits& l) {
@@ -101,13 +106,7 @@ constexpr ConfigKey<RetentionLimits> kRetention[] = {
        else l.max_age = retention_duration(v);
      },
      .write = [](const RetentionLimits& l) { return l.max_age ? json(l.max_age->count()) : json(nullptr); }},
-    {.name = "max_use_per_uid", .type = "size or null",
-     .description = "Cores of one real uid together.",
-     .apply = [](const KeyValue& v, RetentionLimits& l) {
-       if (v.value.is_null()) l.max_use_per_uid_bytes.reset();
-       else l.max_use_per_uid_bytes = retention_size(v);
-     },
-     .write = [](const RetentionLimits& l) { return optional_json(l.max_use_per_uid_bytes); }},
+    size_limit<&RetentionLimits::max_use_per_uid_bytes>("max_use_per_uid", "Cores of one real uid together."),
     {.name = "max_use_per_rule", .type = "object or null", .values = "{\"<rule name>\": SIZE}",
      .description = "Cores of the dumps each rule chose together (\"\": dumps no rule matched).",
      .apply = [](const KeyValue& v, RetentionLimits& l) {
