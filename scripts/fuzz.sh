@@ -51,9 +51,9 @@ for t in "${targets[@]}"; do
   [[ $t == fuzz_core_notes ]] && opts+=(-max_len=16384)
   if [[ -f $fuzz_src/$t.dict ]]; then
     cp "$fuzz_src/$t.dict" "$dir/dict"
-    if [[ $t == fuzz_config ]]; then  # words compared against in the parsers, if new since the dictionary
-      grep -ohE '[A-Za-z0-9_]+ == "[A-Za-z][A-Za-z0-9_-]*"' "$root/daemon/policy/config.cc" "$root"/store/retention.cc \
-          2>/dev/null | sed -E 's/.*"(.*)"/\1/' | sort -u |
+    if [[ $t == fuzz_config ]]; then  # key names and values of the key tables, if new since the dictionary
+      grep -ohE '"[a-z][a-z0-9_-]*"' "$root"/daemon/policy/config_keys.cc "$root"/daemon/policy/config_policy_keys.cc \
+          "$root"/daemon/policy/config_retention.cc 2>/dev/null | tr -d '"' | sort -u |
         while read -r k; do
           grep -qF "\"\\\"$k\\\"\"" "$dir/dict" || printf '"\\"%s\\""\n' "$k" >>"$dir/dict"
         done || true

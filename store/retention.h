@@ -33,12 +33,6 @@
 
 namespace coredumpd {
 
-/// A bad `retention` configuration; what() reads "<origin>: retention.<key>: <reason>".
-class RetentionConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 /// Limits on what the store keeps. Unset limits do not apply; all unset means vacuum does nothing.
 struct RetentionLimits {
   std::optional<std::uint64_t> max_use_bytes;    ///< all stored cores together, bytes
@@ -71,19 +65,6 @@ std::optional<double> parse_percent(std::string_view text);
 /// units s/sec/second(s), m/min/minute(s), h/hour(s), d/day(s), w/week(s). std::nullopt if
 /// malformed, zero, or above ~292 years.
 std::optional<std::chrono::seconds> parse_duration(std::string_view text);
-
-/// Parses the `retention` object of the daemon's configuration over `base` (keys present replace
-/// the base's value; a JSON null clears that limit). `origin` names the document in errors.
-/// Shape (every key optional):
-///   { "max_use": SIZE, "keep_free": SIZE or "P%", "max_age": DURATION,
-///     "max_use_per_uid": SIZE, "max_use_per_rule": { "<rule name>": SIZE, ... } }
-/// SIZE is an integer (bytes) or a string for parse_size(); DURATION is an integer (seconds) or a
-/// string for parse_duration(). "keep_free" sets keep_free_percent when given as "P%", else
-/// keep_free_bytes (and clears the other form, so a later document can switch between them).
-/// "max_use_per_rule" replaces the whole map. Throws RetentionConfigError
-/// ("<origin>: retention.<key>: <reason>") for a non-object, an unknown key or a bad value.
-RetentionLimits parse_retention(const std::string& origin, const nlohmann::json& j,
-                                RetentionLimits base = {});
 
 /// Kinds of groups that share a quota and are reported by usage(). Each dump belongs to exactly one
 /// group of each kind, named by group_key(). (Containers will be another kind.)

@@ -18,6 +18,12 @@ const char* action_name(Action a) {
   return "?";
 }
 
+std::optional<Action> action_from_name(std::string_view name) {
+  for (const Action a : {Action::Store, Action::Reject, Action::MetadataOnly, Action::Forward})
+    if (name == action_name(a)) return a;
+  return std::nullopt;
+}
+
 namespace {
 
 bool glob(const std::string& pattern, const std::string& s) { return ::fnmatch(pattern.c_str(), s.c_str(), 0) == 0; }
@@ -66,7 +72,8 @@ bool Match::matches(const DumpRecord& r, const ContainerInfo& c) const {
   if (exe && !glob(*exe, r.exe)) return false;
   if (cgroup && !any_cgroup_matches(*cgroup, r.cgroup)) return false;
   if (uid && *uid != r.uid) return false;
-  if (runtime && *runtime != (c.runtime.empty() ? "host" : c.runtime)) return false;
+  // A rule names the host (and any container no runtime was recognised for) "host".
+  if (runtime && *runtime != (c.runtime == Runtime::None ? "host" : runtime_name(c.runtime))) return false;
   if (container && !container_matches(*container, c)) return false;
   if (unit && !glob(*unit, c.unit)) return false;
   if (slice && !glob(*slice, c.slice)) return false;

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "daemon/proc/collect.h"
@@ -29,6 +30,9 @@ enum class Action {
 
 /// Name of an action as written in the configuration ("store", "reject", "metadata-only", "forward").
 const char* action_name(Action a);
+
+/// The action named `name` (action_name()'s inverse); std::nullopt for any other text.
+std::optional<Action> action_from_name(std::string_view name);
 
 /// A limit on how often a rule stores cores: at most `burst` stored dumps in any window of
 /// `interval`, counted per (rule, container, executable) by DumpRateLimiter. A crash beyond it is

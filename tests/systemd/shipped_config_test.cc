@@ -119,7 +119,7 @@ TEST(ShippedConfig, LeavesOmittedSettingsAlone) {
 }
 
 // `coredumpd --check-config` prints every setting: each key of the shipped file (which holds them
-// all, config_keys.sh) is in config_to_json()'s output, at the top level and in "defaults", and a
+// all, config_keys_test) is in config_to_json()'s output, at the top level and in "defaults", and a
 // rule carries every policy key. Loading the output gives the same output back.
 TEST(ShippedConfig, EffectiveConfigurationShowsEveryKey) {
   const Config c = load_config_file(SHIPPED_CONFIG, Config{});

@@ -191,15 +191,15 @@ TEST(Policy, ContainerConditions) {
   DumpRecord r;
   r.uid = 1000;
   ContainerInfo web;
-  web.runtime = "systemd-nspawn";
+  web.runtime = Runtime::SystemdNspawn;
   web.name = "web";
   EXPECT_EQ(select_policy(c.defaults, c.rules, r, web).rule, "nspawn-web");
   ContainerInfo docker;
-  docker.runtime = "docker";
+  docker.runtime = Runtime::Docker;
   docker.id = std::string("0123456789abcdef") + std::string(48, 'f');
   EXPECT_EQ(select_policy(c.defaults, c.rules, r, docker).rule, "docker-by-id");
   ContainerInfo svc;
-  svc.runtime = "systemd";
+  svc.runtime = Runtime::Systemd;
   svc.unit = "nginx-main.service";
   svc.slice = "system.slice";
   EXPECT_EQ(select_policy(c.defaults, c.rules, r, svc).rule, "units");

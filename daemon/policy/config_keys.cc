@@ -1,0 +1,124 @@
+// The tables of the top-level keys, of "compression" and of "testing" (config_keys.h).
+#include "daemon/policy/config_keys.h"
+
+#include "daemon/policy/config_retention.h"
+
+namespace coredumpd {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kOverloadActions[] = {"metadata-only", "reject"};
+
+constexpr ConfigKey<Config> kGlobal[] = {
+    {.name = "socket", .type = "path", .values = "absolute, shorter than 108 bytes, no spaces",
+     .description = "Where the kernel connects (kernel.core_pattern=@@PATH); ignored when systemd passes the socket.",
+     .apply = [](const KeyValue& v, Config& c) {
+       c.socket_path = v.path();
+       if (c.socket_path.size() >= 108) v.fail("path must be shorter than 108 bytes (UNIX_PATH_MAX)");
+       if (c.socket_path.find(' ') != std::string::npos) v.fail("the kernel refuses socket paths with spaces");
+     },
+     .write = [](const Config& c) -> json { return c.socket_path; }},
+    {.name = "store", .type = "path", .values = "absolute",
+     .description = "The store: cores and index.sqlite.",
+     .apply = [](const KeyValue& v, Config& c) { c.store_dir = v.path(); },
+     .write = [](const Config& c) -> json { return c.store_dir; }},
+    integer_key<&Config::handshake_timeout>("handshake_timeout_ms", 10, 60'000,
+        "Longest the crashing task stays frozen before the ack (the kernel has no timeout of its own)."),
+    integer_key<&Config::stream_idle_timeout>("stream_idle_timeout_ms", 100, 3'600'000,
+        "A core stream stalled this long between two reads is cut short."),
+    integer_key<&Config::shutdown_grace>("shutdown_grace_ms", 0, 3'600'000,
+        "On SIGTERM, how long dumps in flight may take to finish; keep below TimeoutStopSec=."),
+    integer_key<&Config::listen_backlog>("listen_backlog", 16, 65535,
+        "listen() backlog of a socket coredumpd creates; a full backlog loses dumps."),
+    integer_key<&Config::dump_workers>("dump_workers", 1, 256,
+        "Threads draining core streams (blocked on the socket most of the time)."),
+    integer_key<&Config::collector_threads>("collector_threads", 1, 64, "Threads reading /proc during handshakes."),
+    integer_key<&Config::compression_jobs>("compression_jobs", 1, 64,
+        "Cores compressed at once, each with compression.threads zstd workers.",
+        "the number of CPUs, at most 8"),
+    integer_key<&Config::max_concurrent_dumps>("max_concurrent_dumps", 1, 4096,
+        "Cores streaming at once (~5 MiB of buffers each); beyond it a crash gets overload_action."),
+    {.name = "overload_action", .type = "string", .choices = kOverloadActions,
+     .description = "What a crash beyond max_concurrent_dumps gets: a record without the core, or a rejection.",
+     .apply = [](const KeyValue& v, Config& c) { c.overload_action = *action_from_name(v.choice()); },
+     .write = [](const Config& c) -> json { return action_name(c.overload_action); }},
+    {.name = "compression", .type = "object",
+     .description = "zstd settings: see the compression keys.",
+     .apply = [](const KeyValue& v, Config& c) {
+       apply_keys(compression_keys(), v, c.compression,
+                  {.not_object = "expected an object with \"level\", \"threads\" and/or \"core_tables\""});
+     },
+     .write = [](const Config& c) { return keys_to_json(compression_keys(), c.compression); }},
+    {.name = "close_files_bit", .type = "integer", .min = 1, .max = std::int64_t{1} << 62,
+     .values = "a single bit above 0x40",
+     .default_text = "128 (0x80), unless the kernel headers define COREDUMP_CLOSE_FILES",
+     .description = "Mask bit of COREDUMP_CLOSE_FILES (an RFC, value not final); change only for a kernel using another.",
+     .apply = [](const KeyValue& v, Config& c) {
+       const auto bit = v.integer();
+       if ((bit & (bit - 1)) != 0) v.fail("must be a single bit (a power of two)");
+       if (static_cast<std::uint64_t>(bit) <= protocol::COREDUMP_MEMORY_TYPES)
+         v.fail("collides with a mainline/NEXT mask bit (0x01..0x40)");
+       c.close_files_bit = static_cast<std::uint64_t>(bit);
+     },
+     .write = [](const Config& c) -> json { return c.close_files_bit; }},
+    integer_key<&Config::collector_budget>("collector_budget_ms", 1, 60'000,
+        "A /proc collector that loops (e.g. over thousands of fds) stops after this long."),
+    boolean_key<&Config::accept_forwarded>("accept_forwarded",
+        "Receiver side of forwarding: accept a crash forwarded by the host's coredumpd."),
+    boolean_key<&Config::spool_direct_io>("spool_direct_io",
+        "The spool bypasses the page cache (O_DIRECT); false: all through the page cache."),
+    boolean_key<&Config::compress_while_streaming>("compress_while_streaming",
+        "Compress a core while it streams in, not only once its stream has ended.",
+        "true with 4 or more CPUs"),
+    {.name = "testing", .type = "object",
+     .description = "Tests only: see the testing keys.",
+     .apply = [](const KeyValue& v, Config& c) { apply_keys(testing_keys(), v, c); },
+     .write = [](const Config& c) { return keys_to_json(testing_keys(), c); }},
+    {.name = "retention", .type = "object",
+     .description = "Store size limits, enforced before and after each store: see the retention keys.",
+     .apply = [](const KeyValue& v, Config& c) { c.retention = parse_retention(v.origin, v.value, c.retention); },
+     .write = [](const Config& c) { return keys_to_json(retention_keys(), c.retention); }},
+    {.name = "defaults", .type = "object",
+     .description = "Policy for a crash no rule matches; rules start from it: see the policy keys.",
+     .apply = [](const KeyValue& v, Config& c) { apply_policy(v, c.defaults); },
+     .write = [](const Config& c) { return keys_to_json(policy_keys(), c.defaults); }},
+    {.name = "rules", .type = "list of rules",
+     .description = "Ordered rules; the first whose match holds supplies the policy: see the rule keys.",
+     .apply = [](const KeyValue& v, Config&) {
+       if (!v.value.is_array()) v.fail("expected a list of rules");
+     },
+     .write = [](const Config& c) {
+       json rules = json::array();
+       for (const auto& r : c.rules) {
+         json rule = keys_to_json(rule_keys(), r);
+         rule.update(keys_to_json(policy_keys(), r.policy));
+         rules.push_back(std::move(rule));
+       }
+       return rules;
+     },
+     .apply_late = apply_rules},
+};
+
+constexpr ConfigKey<CompressionOptions> kCompression[] = {
+    integer_key<&CompressionOptions::level>("level", 1, 19,
+        "Accepted, but the level used is the policy's compression_level."),
+    integer_key<&CompressionOptions::threads>("threads", 0, 64,
+        "zstd workers per core; 0 compresses on the dump thread."),
+    boolean_key<&CompressionOptions::core_tables>("core_tables",
+        "At levels 3 and 4, match tables measured on cores (less CPU); false: zstd's own."),
+};
+
+constexpr ConfigKey<Config> kTesting[] = {
+    integer_key<&Config::test_collector_delay>("collector_delay_ms", 0, 600'000,
+        "Tests only: a handshake collector sleeps this long, to prove the handshake deadline holds."),
+};
+
+}  // namespace
+
+std::span<const ConfigKey<Config>> global_keys() { return kGlobal; }
+std::span<const ConfigKey<CompressionOptions>> compression_keys() { return kCompression; }
+std::span<const ConfigKey<Config>> testing_keys() { return kTesting; }
+
+}  // namespace coredumpd

@@ -1,0 +1,136 @@
+// The table of the "retention" keys (config_keys.h) and parse_retention().
+#include "daemon/policy/config_retention.h"
+
+#include <cstdio>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "daemon/policy/config_keys.h"
+
+namespace coredumpd {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::uint64_t kMaxSize = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+// Durations are compared in microseconds (the index's unit), which must not overflow int64.
+constexpr std::int64_t kMaxDurationSeconds = std::numeric_limits<std::int64_t>::max() / 1'000'000;
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+/// A size from JSON: a non-negative integer, or a string for parse_size().
+std::uint64_t retention_size(const KeyValue& kv) {
+  const json& v = kv.value;
+  if (v.is_number_unsigned()) {
+    const auto n = v.get<std::uint64_t>();
+    if (n > kMaxSize) kv.fail("size " + std::to_string(n) + " is too large");
+    return n;
+  }
+  if (v.is_number_integer()) kv.fail("a size cannot be negative");
+  if (v.is_string()) {
+    const auto s = v.get<std::string>();
+    if (const auto n = parse_size(s)) return *n;
+    kv.fail("invalid size \"" + s + "\" (want bytes, or a number with K, M, G or T: \"500M\")");
+  }
+  kv.fail("expected a size (integer bytes or a string like \"2G\"), got " + std::string(v.type_name()));
+}
+
+std::chrono::seconds retention_duration(const KeyValue& kv) {
+  const json& v = kv.value;
+  if (v.is_number_integer()) {
+    const auto n = v.get<std::int64_t>();
+    if (n <= 0 || n > kMaxDurationSeconds) kv.fail("duration " + v.dump() + " out of range (1 second .. 292000 years)");
+    return std::chrono::seconds(n);
+  }
+  if (v.is_string()) {
+    const auto s = v.get<std::string>();
+    if (const auto d = parse_duration(s)) return *d;
+    kv.fail("invalid duration \"" + s + "\" (want seconds, or units s, min, h, d, w: \"7d\")");
+  }
+  kv.fail("expected a duration (integer seconds or a string like \"7d\"), got " + std::string(v.type_name()));
+}
+
+// A percentage as parse_percent() reads it: fixed notation (never "1e-05"), with the 9 decimals it
+// keeps at most, trailing zeros dropped; it reads back as the same double.
+std::string percent_text(double p) {
+  std::string s = fmt::format("{:.9f}", p);
+  s.erase(s.find_last_not_of('0') + 1);
+  if (s.back() == '.') s.pop_back();
+  return s + "%";
+}
+
+json optional_json(const auto& v) { return v ? json(*v) : json(nullptr); }
+
+// A size limit (a std::optional<std::uint64_t> field `M`); null clears it.
+template <auto M>
+constexpr ConfigKey<RetentionLimits> size_limit(std::string_view name, std::string_view description) {
+  return {.name = name, .type = "size or null", .description = description,
+          .apply = [](const KeyValue& v, RetentionLimits& l) {
+            if (v.value.is_null()) (l.*M).reset();
+            else l.*M = retention_size(v);
+          },
+          .write = [](const RetentionLimits& l) { return optional_json(l.*M); }};
+}
+
+constexpr ConfigKey<RetentionLimits> kRetention[] = {
+    size_limit<&RetentionLimits::max_use_bytes>("max_use", "All stored cores together; the oldest go first."),
+    {.name = "keep_free", .type = "size, \"P%\" or null", .values = "0% < P < 100%",
+     .description = "Free space to leave on the store's filesystem.",
+     .apply = [](const KeyValue& v, RetentionLimits& l) {
+       l.keep_free_bytes.reset();
+       l.keep_free_percent.reset();
+       if (v.value.is_null()) return;
+       if (v.value.is_string() && trim(v.value.get_ref<const std::string&>()).ends_with('%')) {
+         const auto& s = v.value.get_ref<const std::string&>();
+         const auto p = parse_percent(s);
+         if (!p) v.fail("invalid percentage \"" + s + "\" (want more than 0% and less than 100%)");
+         l.keep_free_percent = *p;
+       } else {
+         l.keep_free_bytes = retention_size(v);
+       }
+     },
+     .write = [](const RetentionLimits& l) {  // a file sets one or the other
+       if (l.keep_free_percent) return json(percent_text(*l.keep_free_percent));
+       return optional_json(l.keep_free_bytes);
+     }},
+    {.name = "max_age", .type = "duration or null",
+     .description = "Dumps older than this are deleted (row and core).",
+     .apply = [](const KeyValue& v, RetentionLimits& l) {
+       if (v.value.is_null()) l.max_age.reset();
+       else l.max_age = retention_duration(v);
+     },
+     .write = [](const RetentionLimits& l) { return l.max_age ? json(l.max_age->count()) : json(nullptr); }},
+    size_limit<&RetentionLimits::max_use_per_uid_bytes>("max_use_per_uid", "Cores of one real uid together."),
+    {.name = "max_use_per_rule", .type = "object or null", .values = "{\"<rule name>\": SIZE}",
+     .description = "Cores of the dumps each rule chose together (\"\": dumps no rule matched).",
+     .apply = [](const KeyValue& v, RetentionLimits& l) {
+       l.max_use_per_rule_bytes.clear();
+       if (v.value.is_null()) return;
+       if (!v.value.is_object()) v.fail("expected an object of rule name -> size, got " + std::string(v.value.type_name()));
+       for (const auto& [rule, size] : v.value.items()) l.max_use_per_rule_bytes[rule] = retention_size(v.child(rule, size));
+     },
+     .write = [](const RetentionLimits& l) {
+       json per_rule = json::object();
+       for (const auto& [rule, bytes] : l.max_use_per_rule_bytes) per_rule[rule] = bytes;
+       return per_rule;
+     }},
+};
+
+}  // namespace
+
+std::span<const ConfigKey<RetentionLimits>> retention_keys() { return kRetention; }
+
+RetentionLimits parse_retention(const std::string& origin, const json& j, RetentionLimits base) {
+  RetentionLimits l = std::move(base);
+  apply_keys(retention_keys(), KeyValue{origin, "retention", j}, l,
+             {.unknown_key = unknown_key_naming(retention_keys())});
+  return l;
+}
+
+}  // namespace coredumpd
