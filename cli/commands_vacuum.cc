@@ -7,7 +7,7 @@
 #include "cli/json_output.h"
 #include "cli/store_commands.h"
 #include "store/index.h"
-#include "store/retention.h"
+#include "store/vacuum.h"
 
 namespace coredumpd::cli {
 

@@ -24,7 +24,7 @@
 #include "daemon/report/logging.h"
 #include "daemon/proc/proc_dir.h"
 #include "daemon/dump/spool.h"
-#include "store/retention.h"
+#include "store/vacuum.h"
 #include "protocol/core_notes.h"
 #include "protocol/records.h"
 

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "store/retention_config.h"
+
 namespace coredumpd {
 
 namespace {

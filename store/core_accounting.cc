@@ -1,0 +1,63 @@
+#include "store/core_accounting.h"
+
+#include <sys/statvfs.h>
+
+namespace coredumpd {
+
+const char* group_kind_name(GroupKind k) {
+  switch (k) {
+    case GroupKind::Uid: return "uid";
+    case GroupKind::Rule: return "rule";
+  }
+  return "unknown";
+}
+
+std::string group_key(GroupKind k, const DumpRecord& r) {
+  switch (k) {
+    case GroupKind::Uid: return std::to_string(r.uid);
+    case GroupKind::Rule: {
+      if (r.extra.is_object()) {
+        const auto it = r.extra.find("rule");
+        if (it != r.extra.end() && it->is_string()) return it->get<std::string>();
+      }
+      return {};
+    }
+  }
+  return {};
+}
+
+std::string group_key(GroupKind k, const RowSummary& r) {
+  switch (k) {
+    case GroupKind::Uid: return std::to_string(r.uid);
+    case GroupKind::Rule: return r.rule;
+  }
+  return {};
+}
+
+bool holds_core(const DumpRecord& r) {
+  return (r.state == DumpState::Complete || r.state == DumpState::Truncated) && !r.path.empty();
+}
+
+bool holds_core(const RowSummary& r) {
+  return (r.state == DumpState::Complete || r.state == DumpState::Truncated) && !r.path.empty();
+}
+
+std::optional<std::string> vacuumed_reason(const DumpRecord& r) {
+  if (!r.extra.is_object()) return std::nullopt;
+  const auto it = r.extra.find("vacuumed");
+  if (it == r.extra.end() || !it->is_object()) return std::nullopt;
+  const auto reason = it->find("reason");
+  if (reason == it->end() || !reason->is_string()) return std::string("unknown");
+  return reason->get<std::string>();
+}
+
+std::optional<FsSpace> fs_space(int dirfd) {
+  struct statvfs sv {};
+  if (::fstatvfs(dirfd, &sv) != 0) return std::nullopt;
+  FsSpace s;
+  s.total_bytes = static_cast<std::uint64_t>(sv.f_blocks) * sv.f_frsize;
+  s.free_bytes = static_cast<std::uint64_t>(sv.f_bavail) * sv.f_frsize;
+  return s;
+}
+
+}  // namespace coredumpd
