@@ -2,6 +2,8 @@
 
 #include <sys/statvfs.h>
 
+#include "store/record_extras.h"
+
 namespace coredumpd {
 
 const char* group_kind_name(GroupKind k) {
@@ -17,7 +19,7 @@ std::string group_key(GroupKind k, const DumpRecord& r) {
     case GroupKind::Uid: return std::to_string(r.uid);
     case GroupKind::Rule: {
       if (r.extra.is_object()) {
-        const auto it = r.extra.find("rule");
+        const auto it = r.extra.find(extras::kRule);
         if (it != r.extra.end() && it->is_string()) return it->get<std::string>();
       }
       return {};
@@ -44,9 +46,9 @@ bool holds_core(const RowSummary& r) {
 
 std::optional<std::string> vacuumed_reason(const DumpRecord& r) {
   if (!r.extra.is_object()) return std::nullopt;
-  const auto it = r.extra.find("vacuumed");
+  const auto it = r.extra.find(extras::kVacuumed);
   if (it == r.extra.end() || !it->is_object()) return std::nullopt;
-  const auto reason = it->find("reason");
+  const auto reason = it->find(extras::kVacuumedReason);
   if (reason == it->end() || !reason->is_string()) return std::string("unknown");
   return reason->get<std::string>();
 }

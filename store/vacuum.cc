@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "store/core_names.h"
+#include "store/record_extras.h"
 
 namespace coredumpd {
 
@@ -306,7 +307,7 @@ class Vacuumer {
           index_.remove(id);
         } else {
           DumpRecord r = std::move(*now);
-          r.extra["vacuumed"] = {{"reason", vacuum_reason_name(why)},
+          r.extra[extras::kVacuumed] = {{extras::kVacuumedReason, vacuum_reason_name(why)},
                                  {"time_us", now_us_},
                                  {"path", r.path},
                                  {"stored_size", r.stored_size}};

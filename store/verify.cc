@@ -16,6 +16,7 @@
 #include "store/core_accounting.h"
 #include "store/core_names.h"
 #include "store/core_stream.h"
+#include "store/record_extras.h"
 #include "util/unique_fd.h"
 
 namespace coredumpd {
@@ -219,7 +220,7 @@ VerifyReport verify(const Index& index, int store_dirfd, bool deep) {
     if (r->state == DumpState::Complete) {
       want = r->core_size;
     } else if (r->extra.is_object()) {
-      const auto it = r->extra.find("stored_core_bytes");  // Truncated: the bytes kept
+      const auto it = r->extra.find(extras::kStoredCoreBytes);  // Truncated: the bytes kept
       if (it != r->extra.end() && it->is_number_unsigned()) want = it->get<std::uint64_t>();
     }
     if (want && d.bytes != *want)

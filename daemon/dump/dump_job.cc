@@ -24,6 +24,7 @@
 #include "daemon/report/logging.h"
 #include "daemon/proc/proc_dir.h"
 #include "daemon/dump/spool.h"
+#include "store/record_extras.h"
 #include "store/vacuum.h"
 #include "protocol/core_notes.h"
 #include "protocol/records.h"
@@ -102,10 +103,10 @@ void apply_core_facts(const protocol::CoreFacts& core, const HandshakeFacts& fac
     r.crashing_tid_ns = *core.crashing_tid;
     r.tid = host_tid(facts, *core.crashing_tid);
   }
-  if (core.si_code) r.extra["si_code"] = *core.si_code;
-  if (core.fault_address) r.extra["fault_address"] = *core.fault_address;
-  r.extra["threads"] = core.thread_tids.size();
-  if (!core.error.empty()) r.extra["core_note_error"] = core.error;
+  if (core.si_code) r.extra[extras::kSiCode] = *core.si_code;
+  if (core.fault_address) r.extra[extras::kFaultAddress] = *core.fault_address;
+  r.extra[extras::kThreads] = core.thread_tids.size();
+  if (!core.error.empty()) r.extra[extras::kCoreNoteError] = core.error;
 }
 
 // Post-dump collectors: the task is parked by WAIT, alive with its memory map.
@@ -115,12 +116,12 @@ void collect_post_dump(const DumpJob& job, DumpRecord& r) {
   auto proc = ProcDir::open(job.pidfd.get(), static_cast<pid_t>(r.pid), error);
   for (const auto& name : job.policy.post_dump) {
     if (!proc) {
-      r.extra["post_dump_errors"][name] = error;
+      r.extra[extras::kPostDumpErrors][name] = error;
       continue;
     }
     if (name == "smaps_rollup") {
-      if (auto v = proc->read("smaps_rollup", 64 * 1024, error)) r.extra["proc"]["smaps_rollup"] = bytes_to_json(*v);
-      else r.extra["post_dump_errors"][name] = error;
+      if (auto v = proc->read("smaps_rollup", 64 * 1024, error)) r.extra[extras::kProc]["smaps_rollup"] = bytes_to_json(*v);
+      else r.extra[extras::kPostDumpErrors][name] = error;
     }
   }
 }
@@ -397,8 +398,8 @@ void compress(const std::shared_ptr<InFlight>& dp) {
   }
   // The input is closed (the loop ended): the drain no longer touches the record.
   auto& r = d.job.record;
-  r.extra["compressed_while_streaming"] = compressed_while_streaming;
-  r.extra["compressibility_samples"] = d.sampler.samples();
+  r.extra[extras::kCompressedWhileStreaming] = compressed_while_streaming;
+  r.extra[extras::kCompressibilitySamples] = d.sampler.samples();
   // Keep the file only if both stages succeeded; a discarded temporary file frees its space at once
   // (on a full disk the index update needs it).
   std::uint64_t stored = 0;
@@ -433,7 +434,7 @@ void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_err
   auto& ctx = d.ctx;
   r.core_size = d.total;
   apply_core_facts(d.core_facts, d.job.facts, r);
-  if (d.records) r.extra["records"] = d.records_count;
+  if (d.records) r.extra[extras::kRecords] = d.records_count;
 
   const std::string store_error = !d.spool_error.empty() ? d.spool_error : compress_error;
   std::string truncation;
@@ -443,11 +444,11 @@ void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_err
   const bool cut = d.spooled < d.total;
 
   if (d.forwarding) {
-    r.extra["forward"]["bytes_relayed"] = d.forward_bytes;
-    r.extra["forward"]["outcome"] = d.forwarded ? "delivered" : "fallback";
+    r.extra[extras::kForward]["bytes_relayed"] = d.forward_bytes;
+    r.extra[extras::kForward]["outcome"] = d.forwarded ? "delivered" : "fallback";
     if (!d.forwarded) {
       ++ctx.stats.forward_fallbacks;
-      r.extra["forward"]["error"] = d.forward_error;
+      r.extra[extras::kForward]["error"] = d.forward_error;
       if (log_limiter().allow("forward failed"))
         spdlog::warn("dump {}: forwarding to {} failed: {}; stored on the host", r.id,
                      escape_for_log(d.job.policy.forward_socket), escape_for_log(d.forward_error));
@@ -472,13 +473,13 @@ void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_err
                                    : "core of " + std::to_string(d.total) + " bytes cut at max_core_bytes " +
                                          std::to_string(d.spooled);
     r.stored_size = stored;
-    r.extra["stored_core_bytes"] = d.spooled;
+    r.extra[extras::kStoredCoreBytes] = d.spooled;
   } else {
     ++ctx.stats.stored;
     r.state = DumpState::Complete;
     r.stored_size = stored;
   }
-  r.extra["stored_us"] = us_since(d.started);
+  r.extra[extras::kStoredUs] = us_since(d.started);
   if (!save_record(ctx, r, d.indexed) && holds_core(r)) {
     // The core is linked but the index cannot say so (a full store: a raw core can take its last
     // page). Left, it would be an orphan no vacuum counts; deleting it frees the space the index
@@ -501,7 +502,7 @@ void finalize(InFlight& d, std::uint64_t stored, const std::string& compress_err
                    escape_for_log(d.job.policy.forward_socket), d.forward_bytes);
     else if (r.state == DumpState::Complete)
       spdlog::info("dump {}: pid {} ({}) {} stored, {} bytes -> {} bytes, task released after {} ms", r.id, r.pid,
-                   escape_for_log(r.comm), sig, r.core_size, r.stored_size, r.extra.value("released_us", 0) / 1000);
+                   escape_for_log(r.comm), sig, r.core_size, r.stored_size, r.extra.value(extras::kReleasedUs, 0) / 1000);
     else
       spdlog::warn("dump {}: pid {} ({}) {} {}: {}", r.id, r.pid, escape_for_log(r.comm), sig, state_name(r.state),
                    escape_for_log(r.reason));
@@ -547,7 +548,7 @@ void run_dump_job(DumpContext& ctx, DumpJob job, std::function<void()> done) {
   std::vector<std::byte> scratch;  // allocated when first needed
   // What the kernel waited for before the first read (the InProgress row, the spool), in
   // microseconds since this job started.
-  r.extra["drain_start_us"] = us_since(d.started);
+  r.extra[extras::kDrainStartUs] = us_since(d.started);
   d.drained = drain(fd, d.job.config->stream_idle_timeout, [&]() -> Pulled {
     auto into = d.records ? std::span<std::byte>() : sink.space();
     const bool kept = !into.empty();
@@ -566,7 +567,7 @@ void run_dump_job(DumpContext& ctx, DumpJob job, std::function<void()> done) {
     sink.read(chunk, kept);
     return {n};
   });
-  r.extra["stream_us"] = us_since(d.started);
+  r.extra[extras::kStreamUs] = us_since(d.started);
   d.core_facts = sink.finish();
   d.malformed = d.records && decoder.failed();
   d.record_error = decoder.error();
@@ -584,7 +585,7 @@ void run_dump_job(DumpContext& ctx, DumpJob job, std::function<void()> done) {
     d.forward_bytes = relay->bytes_sent();
   }
   d.job.socket.reset();  // hang up: releases a WAIT-parked task
-  r.extra["released_us"] = us_since(d.started);
+  r.extra[extras::kReleasedUs] = us_since(d.started);
   if (d.spool && d.spool_error.empty()) {
     try {
       d.spool->flush();  // the last blocks (a few milliseconds of the disk), after the release
@@ -593,7 +594,7 @@ void run_dump_job(DumpContext& ctx, DumpJob job, std::function<void()> done) {
     }
   }
   if (d.spool) {
-    r.extra["spool_page_cache_blocks"] = d.spool->overflowed_blocks();
+    r.extra[extras::kSpoolPageCacheBlocks] = d.spool->overflowed_blocks();
     d.spool->close_input();
   } else {
     boost::asio::post(ctx.compressors, [dp] { compress(dp); });

@@ -21,6 +21,7 @@
 #include "protocol/marker.h"
 #include "protocol/relay.h"
 #include "protocol/request.h"
+#include "store/record_extras.h"
 
 namespace coredumpd {
 
@@ -67,9 +68,9 @@ void Session::start() {
     record_.coredump_mask = i.coredump_mask;
     // A later query path for unprivileged users may show a dump to its owner only if the kernel
     // dumped it as that user (PIDFD_COREDUMP_USER), never a setuid/secure-exec one (ROOT).
-    record_.extra["owner_may_read"] =
+    record_.extra[extras::kOwnerMayRead] =
         (i.coredump_mask & PIDFD_COREDUMP_USER) != 0 && (i.coredump_mask & PIDFD_COREDUMP_ROOT) == 0;
-    record_.extra["cgroup_id"] = i.cgroupid;
+    record_.extra[extras::kCgroupId] = i.cgroupid;
     if (i.mask & PIDFD_INFO_COREDUMP_SIGNAL) record_.signal = static_cast<int>(i.coredump_signal);
   }
 
@@ -79,7 +80,7 @@ void Session::start() {
       // pid 0; accept_forwarded says such a peer is a forwarding coredumpd (daemon/forward/forward.h).
       forwarded_peer_ = true;
       ++ctx_.stats.forwarded_in;
-      record_.extra["forwarded_from_host"] = {{"peer_uid", peer_.cred_uid}, {"peer_gid", peer_.cred_gid}};
+      record_.extra[extras::kForwardedFromHost] = {{"peer_uid", peer_.cred_uid}, {"peer_gid", peer_.cred_gid}};
       spdlog::info("{}: accepting a crash forwarded by a process outside our pid namespace (uid {})", record_.id,
                    peer_.cred_uid);
     } else if (!config_->allow_unverified_peers) {
@@ -91,7 +92,7 @@ void Session::start() {
       return abort("refused peer pid " + std::to_string(peer_.cred_pid) + " uid " +
                    std::to_string(peer_.cred_uid) + ": not a crashing task (" + why + ")");
     } else {
-      record_.extra["unverified_peer"] = true;
+      record_.extra[extras::kUnverifiedPeer] = true;
     }
   }
 
@@ -148,8 +149,8 @@ void Session::discard_request_tail(std::uint32_t discard) {
 }
 
 void Session::on_request() {
-  record_.extra["handshake_steps_us"]["request"] = elapsed_us(accepted_at_);
-  record_.extra["request"] = {{"size", req_.size}, {"size_ack", req_.size_ack}, {"mask", req_.mask},
+  record_.extra[extras::kHandshakeStepsUs]["request"] = elapsed_us(accepted_at_);
+  record_.extra[extras::kRequest] = {{"size", req_.size}, {"size_ack", req_.size_ack}, {"mask", req_.mask},
                               {"memory_types", req_.memory_types}, {"memory_types_mask", req_.memory_types_mask}};
   collect();
 }
@@ -197,7 +198,7 @@ void Session::collect() {
     const auto collect_end = elapsed_us(self->accepted_at_);
     asio::post(self->ctx_.io, [self, facts = std::move(facts), collect_start, collect_end]() mutable {
       if (self->state_ != State::Collecting) return;
-      auto& steps = self->record_.extra["handshake_steps_us"];
+      auto& steps = self->record_.extra[extras::kHandshakeStepsUs];
       steps["collect_start"] = collect_start;
       steps["collect_end"] = collect_end;
       steps["collected"] = elapsed_us(self->accepted_at_);
@@ -220,11 +221,11 @@ void Session::decide() {
   record_.cwd = facts_.cwd;
   record_.cgroup = facts_.cgroup;
   record_.hostname = facts_.hostname;
-  if (!facts_.errors.empty()) record_.extra["collect_errors"] = facts_.errors;
-  record_.extra["collect_timings_us"] = facts_.timings_us;
-  if (facts_.rlimit_core) record_.extra["rlimit_core"] = *facts_.rlimit_core;
+  if (!facts_.errors.empty()) record_.extra[extras::kCollectErrors] = facts_.errors;
+  record_.extra[extras::kCollectTimingsUs] = facts_.timings_us;
+  if (facts_.rlimit_core) record_.extra[extras::kRlimitCore] = *facts_.rlimit_core;
 
-  record_.extra["proc"] = facts_.proc;
+  record_.extra[extras::kProc] = facts_.proc;
 
   // Policy: the first matching rule, else the defaults; decided now, while the task is frozen.
   ContainerInputs inputs;
@@ -236,26 +237,26 @@ void Session::decide() {
   inputs.gid_map = facts_.gid_map;
   inputs.hostname = facts_.hostname;
   const ContainerInfo container = identify_container(inputs);
-  record_.extra["container"] = to_json(container);
+  record_.extra[extras::kContainer] = to_json(container);
   const auto decision = select_policy(config_->defaults, config_->rules, record_, container);
   policy_ = decision.policy;
   rule_ = decision.rule;
   container_key_ = container_key(container);
-  record_.extra["rule"] = decision.rule;
+  record_.extra[extras::kRule] = decision.rule;
   if (policy_.capture_environ) {
     auto env = nlohmann::json::array();
     for (const auto& e : facts_.environ) env.push_back(bytes_to_json(e));
-    record_.extra["environ"] = std::move(env);
+    record_.extra[extras::kEnviron] = std::move(env);
   }
 }
 
 void Session::maybe_forward() {
   if (policy_.action != Action::Forward) return send_ack();
-  record_.extra["forward"] = {{"socket", policy_.forward_socket}};
+  record_.extra[extras::kForward] = {{"socket", policy_.forward_socket}};
   std::string why;
   if (wants_for(policy_, facts_, why).mode != protocol::Mode::Kernel) {
     // RLIMIT_CORE or max_core_bytes say no core: nothing to forward; the record says why.
-    record_.extra["forward"]["skipped"] = why;
+    record_.extra[extras::kForward]["skipped"] = why;
     return send_ack();
   }
   if (ctx_.dumps_in_flight.load() >= config_->max_concurrent_dumps) return send_ack();  // overload path
@@ -299,7 +300,7 @@ void Session::on_receiver(std::optional<ReceiverLink> link, const std::string& e
     forward_failed("the receiver answered REJECT");
     return send_ack();
   }
-  record_.extra["forward"]["receiver_ack"] = {{"size", link->ack.size}, {"mask", link->ack.mask},
+  record_.extra[extras::kForward]["receiver_ack"] = {{"size", link->ack.size}, {"mask", link->ack.mask},
                                               {"memory_types", link->ack.memory_types}};
   receiver_ = std::move(link);
   send_ack();
@@ -307,8 +308,8 @@ void Session::on_receiver(std::optional<ReceiverLink> link, const std::string& e
 
 void Session::forward_failed(const std::string& why) {
   ++ctx_.stats.forward_fallbacks;
-  record_.extra["forward"]["outcome"] = "fallback";
-  record_.extra["forward"]["error"] = why;
+  record_.extra[extras::kForward]["outcome"] = "fallback";
+  record_.extra[extras::kForward]["error"] = why;
   if (log_limiter().allow("forward failed"))
     spdlog::warn("pid {} ({}): forwarding to {} failed: {}; the host handles the crash", record_.pid, record_.id,
                  escape_for_log(policy_.forward_socket), escape_for_log(why));
@@ -353,8 +354,8 @@ void Session::send_ack() {
     ++ctx_.stats.bad_requests;
     return abort("internal error: built an ack the kernel would refuse");
   }
-  record_.extra["handshake_us"] = elapsed_us(accepted_at_);
-  record_.extra["negotiation"] = {
+  record_.extra[extras::kHandshakeUs] = elapsed_us(accepted_at_);
+  record_.extra[extras::kNegotiation] = {
       {"offered", negotiation_.offered},
       {"acked", negotiation_.ack.mask},
       {"mode", protocol::mode_name(negotiation_.mode)},
@@ -385,7 +386,7 @@ void Session::apply_rate_limit(protocol::Wants& wants, std::string& why, const s
   why = "rate limit: over " + std::to_string(limit.burst) + " dumps in " + std::to_string(limit.interval.count()) +
         " s for rule \"" + rule + "\" in " + container + "; " + std::to_string(v.suppressed) +
         " suppressed since the last stored dump";
-  record_.extra["rate_limited"] = {{"rule", rule},
+  record_.extra[extras::kRateLimited] = {{"rule", rule},
                                    {"container", container},
                                    {"burst", limit.burst},
                                    {"interval_s", limit.interval.count()},
@@ -465,7 +466,7 @@ void Session::on_marker() {
         receiver_.reset();
         ++ctx_.stats.forwarded;
         record_.state = DumpState::Forwarded;
-        record_.extra["forward"]["outcome"] = "delivered";
+        record_.extra[extras::kForward]["outcome"] = "delivered";
         record_async();
         return abort("forwarded (userspace mode) to " + policy_.forward_socket, false);
       }
@@ -497,7 +498,7 @@ void Session::on_deadline() {
       ++ctx_.stats.handshake_timeouts;
       decide();
       if (policy_.action == Action::Forward) {
-        record_.extra["forward"] = {{"socket", policy_.forward_socket}};
+        record_.extra[extras::kForward] = {{"socket", policy_.forward_socket}};
         forward_failed("no time left in the handshake to forward");
       }
       return send_ack();
