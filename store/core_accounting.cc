@@ -6,6 +6,25 @@
 
 namespace coredumpd {
 
+namespace {
+
+// DumpRecord and RowSummary name these fields alike.
+template <typename Row>
+std::string group_key_of(GroupKind k, const Row& r) {
+  switch (k) {
+    case GroupKind::Uid: return std::to_string(r.uid);
+    case GroupKind::Rule: return r.rule;
+  }
+  return {};
+}
+
+template <typename Row>
+bool holds_core_of(const Row& r) {
+  return (r.state == DumpState::Complete || r.state == DumpState::Truncated) && !r.path.empty();
+}
+
+}  // namespace
+
 const char* group_kind_name(GroupKind k) {
   switch (k) {
     case GroupKind::Uid: return "uid";
@@ -15,33 +34,19 @@ const char* group_kind_name(GroupKind k) {
 }
 
 std::string group_key(GroupKind k, const DumpRecord& r) {
-  switch (k) {
-    case GroupKind::Uid: return std::to_string(r.uid);
-    case GroupKind::Rule: {
-      if (r.extra.is_object()) {
-        const auto it = r.extra.find(extras::kRule);
-        if (it != r.extra.end() && it->is_string()) return it->get<std::string>();
-      }
-      return {};
-    }
-  }
-  return {};
+  return group_key_of(k, r);
 }
 
 std::string group_key(GroupKind k, const RowSummary& r) {
-  switch (k) {
-    case GroupKind::Uid: return std::to_string(r.uid);
-    case GroupKind::Rule: return r.rule;
-  }
-  return {};
+  return group_key_of(k, r);
 }
 
 bool holds_core(const DumpRecord& r) {
-  return (r.state == DumpState::Complete || r.state == DumpState::Truncated) && !r.path.empty();
+  return holds_core_of(r);
 }
 
 bool holds_core(const RowSummary& r) {
-  return (r.state == DumpState::Complete || r.state == DumpState::Truncated) && !r.path.empty();
+  return holds_core_of(r);
 }
 
 std::optional<std::string> vacuumed_reason(const DumpRecord& r) {

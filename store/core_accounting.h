@@ -15,7 +15,7 @@ namespace coredumpd {
 /// group of each kind, named by group_key(). (Containers will be another kind.)
 enum class GroupKind {
   Uid,   ///< the crashing process's real uid, as decimal ("1000"; "-1" if unknown)
-  Rule,  ///< the policy rule that chose the dump (extra["rule"]); "" for the defaults
+  Rule,  ///< the policy rule that chose the dump (DumpRecord::rule); "" for the defaults
 };
 
 /// Every GroupKind, in report order.

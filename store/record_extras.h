@@ -8,6 +8,11 @@
 // bytes_to_json() encoded (a string if UTF-8, else an array of byte values).
 #pragma once
 
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
 namespace coredumpd::extras {
 
 // --- Handshake (daemon/handshake/session.cc) ------------------------------------------------
@@ -100,3 +105,16 @@ inline constexpr const char* kContainerName = "name";
 inline constexpr const char* kContainerId = "id";
 
 }  // namespace coredumpd::extras
+
+namespace coredumpd {
+
+/// extra.rule (extras::kRule) if it is a string, else "": DumpRecord::rule as a record stored
+/// before the index had a rule column says it.
+std::string rule_from_extra(const nlohmann::json& extra);
+
+/// The key of extra.container (extras::kContainer, kContainerKey) as bytes (bytes_from_json), ""
+/// if the object has no valid key, std::nullopt if `extra` has no container object:
+/// DumpRecord::container_key as a record stored before the index had that column says it.
+std::optional<std::string> container_key_from_extra(const nlohmann::json& extra);
+
+}  // namespace coredumpd

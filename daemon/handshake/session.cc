@@ -243,6 +243,8 @@ void Session::decide() {
   rule_ = decision.rule;
   container_key_ = container_key(container);
   record_.extra[extras::kRule] = decision.rule;
+  record_.rule = decision.rule;  // the index's columns; the extras above stay for readers of the JSON
+  record_.container_key = container_key_;
   if (policy_.capture_environ) {
     auto env = nlohmann::json::array();
     for (const auto& e : facts_.environ) env.push_back(bytes_to_json(e));

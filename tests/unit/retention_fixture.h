@@ -116,6 +116,7 @@ class RetentionTest : public ::testing::Test {
     r.exe = "/usr/bin/prog";
     r.boot_id = "boot";
     if (!rule.empty()) r.extra["rule"] = rule;
+    r.rule = rule;
     return r;
   }
 
