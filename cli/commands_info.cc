@@ -52,7 +52,7 @@ std::string id_pair(std::int64_t real, std::int64_t effective) {
   return show(real) + " (effective " + show(effective) + ")";
 }
 
-/// ", N in its <ns> namespace" when the container view of an id (extra[extras::kContainer][key], set by
+/// ", N in its <ns> namespace" when the container view of an id (extra.container[key], set by
 /// the daemon from NStgid: or the user namespace's map) differs from the host's `host`; else "".
 std::string ns_view(const DumpRecord& r, const char* key, std::int64_t host, const char* ns) {
   if (!r.extra.is_object()) return "";
