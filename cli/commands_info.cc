@@ -8,6 +8,7 @@
 #include "cli/json_output.h"
 #include "cli/match.h"
 #include "store/index.h"
+#include "store/record_extras.h"
 #include "util/text.h"
 
 namespace coredumpd::cli {
@@ -52,11 +53,11 @@ std::string id_pair(std::int64_t real, std::int64_t effective) {
   return show(real) + " (effective " + show(effective) + ")";
 }
 
-/// ", N in its <ns> namespace" when the container view of an id (extra["container"][key], set by
+/// ", N in its <ns> namespace" when the container view of an id (extra.container[key], set by
 /// the daemon from NStgid: or the user namespace's map) differs from the host's `host`; else "".
 std::string ns_view(const DumpRecord& r, const char* key, std::int64_t host, const char* ns) {
   if (!r.extra.is_object()) return "";
-  const auto ct = r.extra.find("container");
+  const auto ct = r.extra.find(extras::kContainer);
   if (ct == r.extra.end() || !ct->is_object()) return "";
   const auto v = ct->find(key);
   if (v == ct->end() || !v->is_number_integer() || v->get<std::int64_t>() == host) return "";
@@ -66,7 +67,7 @@ std::string ns_view(const DumpRecord& r, const char* key, std::int64_t host, con
 /// "docker:<id>" (the container key) when the daemon found a container, "" for the host.
 std::string container_text(const DumpRecord& r) {
   if (!r.extra.is_object()) return "";
-  const auto ct = r.extra.find("container");
+  const auto ct = r.extra.find(extras::kContainer);
   if (ct == r.extra.end() || !ct->is_object() || !ct->value("in_container", false)) return "";
   const auto key = ct->find("key");
   return key != ct->end() && key->is_string() ? escape_for_display(key->get<std::string>()) : "";
@@ -129,8 +130,8 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
   field(out, "UID", id_pair(r.uid, r.euid) + ns_view(r, "ns_uid", r.uid, "user"));
   field(out, "GID", id_pair(r.gid, r.egid) + ns_view(r, "ns_gid", r.gid, "user"));
   if (const auto c = container_text(r); !c.empty()) field(out, "Container", c);
-  if (r.extra.is_object() && r.extra.contains("rule") && r.extra["rule"].is_string()) {
-    const auto rule = r.extra["rule"].get<std::string>();
+  if (r.extra.is_object() && r.extra.contains(extras::kRule) && r.extra[extras::kRule].is_string()) {
+    const auto rule = r.extra[extras::kRule].get<std::string>();
     field(out, "Rule", rule.empty() ? "(defaults)" : escape_for_display(rule));
   }
   field(out, "Signal",

@@ -101,7 +101,8 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
       o.until ? std::optional(parse_bound(o.until, "--until")) : std::nullopt;
 
   const Index index(g.store, /*writable=*/false);
-  std::vector<DumpRecord> records = index.list();
+  // --container: the index narrows the rows (container_key column), the match below decides.
+  std::vector<DumpRecord> records = o.container ? index.list_container_candidates(*o.container) : index.list();
   std::erase_if(records, [&](const DumpRecord& r) {
     return (since && r.timestamp_us < *since) || (until && r.timestamp_us > *until) ||
            (o.container && !record_in_container(r, *o.container));

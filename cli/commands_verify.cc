@@ -4,7 +4,7 @@
 #include "cli/json_output.h"
 #include "cli/store_commands.h"
 #include "store/index.h"
-#include "store/retention.h"
+#include "store/verify.h"
 #include "util/text.h"
 
 namespace coredumpd::cli {

@@ -12,6 +12,7 @@
 #include "cli/dumpctl.h"
 #include "cli/format.h"
 #include "store/core_stream.h"
+#include "store/record_extras.h"
 #include "util/text.h"
 #include "util/unique_fd.h"
 
@@ -67,7 +68,7 @@ CoreStatus core_status(const std::string& store, const DumpRecord& r) {
     case DumpState::Complete:
     case DumpState::Truncated: break;
   }
-  if (r.extra.is_object() && r.extra.contains("vacuumed")) return CoreStatus::Vacuumed;
+  if (r.extra.is_object() && r.extra.contains(extras::kVacuumed)) return CoreStatus::Vacuumed;
   const auto path = core_file_path(store, r);
   struct stat sb {};
   if (!path || ::stat(path->c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) return CoreStatus::Missing;

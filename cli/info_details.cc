@@ -6,6 +6,7 @@
 
 #include "cli/format.h"
 #include "store/dump_record.h"
+#include "store/record_extras.h"
 #include "util/text.h"
 
 namespace coredumpd::cli {
@@ -43,7 +44,7 @@ std::string hex(std::uint64_t v) {
 }
 
 void negotiation(const json& extra, std::vector<InfoField>& out) {
-  const auto it = extra.find("negotiation");
+  const auto it = extra.find(extras::kNegotiation);
   if (it == extra.end() || !it->is_object()) return;
   const json& n = *it;
   std::string v = "offered " + hex(number_of(n, "offered")) + ", acked " + hex(number_of(n, "acked")) +
@@ -55,15 +56,15 @@ void negotiation(const json& extra, std::vector<InfoField>& out) {
 
 void timing(const json& extra, std::vector<InfoField>& out) {
   std::string v;
-  if (extra.contains("handshake_us")) v = "handshake " + ms(number_of(extra, "handshake_us")) + " (accept to ack)";
+  if (extra.contains(extras::kHandshakeUs)) v = "handshake " + ms(number_of(extra, extras::kHandshakeUs)) + " (accept to ack)";
   std::string after;
-  if (extra.contains("drain_start_us")) after += "first read " + ms(number_of(extra, "drain_start_us"));
-  if (extra.contains("stream_us"))
-    after += std::string(after.empty() ? "" : ", ") + "stream ended " + ms(number_of(extra, "stream_us"));
-  if (extra.contains("released_us"))
-    after += std::string(after.empty() ? "" : ", ") + "task released " + ms(number_of(extra, "released_us"));
-  if (extra.contains("stored_us"))
-    after += std::string(after.empty() ? "" : ", ") + "stored " + ms(number_of(extra, "stored_us"));
+  if (extra.contains(extras::kDrainStartUs)) after += "first read " + ms(number_of(extra, extras::kDrainStartUs));
+  if (extra.contains(extras::kStreamUs))
+    after += std::string(after.empty() ? "" : ", ") + "stream ended " + ms(number_of(extra, extras::kStreamUs));
+  if (extra.contains(extras::kReleasedUs))
+    after += std::string(after.empty() ? "" : ", ") + "task released " + ms(number_of(extra, extras::kReleasedUs));
+  if (extra.contains(extras::kStoredUs))
+    after += std::string(after.empty() ? "" : ", ") + "stored " + ms(number_of(extra, extras::kStoredUs));
   if (!after.empty()) v += std::string(v.empty() ? "" : "\n") + after + " after the ack";
   if (!v.empty()) out.push_back({"Timing", v});
 }
@@ -133,26 +134,26 @@ std::vector<InfoField> info_details(const json& extra, std::size_t max_fds) {
   if (!extra.is_object()) return out;
   negotiation(extra, out);
   timing(extra, out);
-  if (extra.contains("threads")) out.push_back({"Threads", std::to_string(number_of(extra, "threads"))});
-  if (extra.contains("si_code") || extra.contains("fault_address")) {
-    const auto code = extra.find("si_code");
+  if (extra.contains(extras::kThreads)) out.push_back({"Threads", std::to_string(number_of(extra, extras::kThreads))});
+  if (extra.contains(extras::kSiCode) || extra.contains(extras::kFaultAddress)) {
+    const auto code = extra.find(extras::kSiCode);
     std::string v = code != extra.end() && code->is_number_integer() ? "si_code " + std::to_string(code->get<std::int64_t>()) : "";
-    if (extra.contains("fault_address"))
-      v += std::string(v.empty() ? "" : ", ") + "fault address " + hex(number_of(extra, "fault_address"));
+    if (extra.contains(extras::kFaultAddress))
+      v += std::string(v.empty() ? "" : ", ") + "fault address " + hex(number_of(extra, extras::kFaultAddress));
     out.push_back({"Signal Info", v});
   }
-  const auto proc = extra.find("proc");
+  const auto proc = extra.find(extras::kProc);
   if (proc != extra.end() && proc->is_object()) {
     open_files(*proc, max_fds, out);
     locks(*proc, out);
     memory(*proc, out);
   }
-  errors(extra, "collect_errors", "Collector Errors", out);
-  errors(extra, "post_dump_errors", "Post-dump Errors", out);
-  const auto env = extra.find("environ");
+  errors(extra, extras::kCollectErrors, "Collector Errors", out);
+  errors(extra, extras::kPostDumpErrors, "Post-dump Errors", out);
+  const auto env = extra.find(extras::kEnviron);
   if (env != extra.end() && env->is_array())
     out.push_back({"Environment", std::to_string(env->size()) + " variables (dumpctl info --json shows them)"});
-  const auto vac = extra.find("vacuumed");
+  const auto vac = extra.find(extras::kVacuumed);
   if (vac != extra.end() && vac->is_object())
     out.push_back({"Vacuumed", text_of(*vac, "reason") + " (core " + text_of(*vac, "path") + " deleted)"});
   return out;

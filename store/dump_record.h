@@ -80,6 +80,16 @@ struct DumpRecord {
   /// "" when no core is stored.
   std::string path;
 
+  // What the policy was chosen by: columns of the index (queried by retention and dumpctl), also
+  // written to `extra` (extras::kRule, extras::kContainer) for readers of the JSON.
+  /// Name of the policy rule that chose this dump's policy; "" for the defaults, or when no policy
+  /// was decided (a handshake cut short).
+  std::string rule;
+  /// container_key() of the crashing task's container ("docker:<id>", "nspawn:<name>", "host"...;
+  /// bytes; "" if the container object has no key); std::nullopt when no container was
+  /// identified (no extra.container).
+  std::optional<std::string> container_key;
+
   /// Further metadata (negotiation, collectors' output, timings...), free-form JSON object.
   nlohmann::json extra = nlohmann::json::object();
 };

@@ -10,140 +10,42 @@
 #include <cstring>
 #include <utility>
 
+#include "store/container_ref.h"
+#include "store/index_schema.h"
+#include "store/record_extras.h"
+#include "store/sqlite_stmt.h"
+#include "util/unique_fd.h"
+
 namespace coredumpd {
 
 namespace {
 
+using sqlite::exec;
+using sqlite::fail;
+using sqlite::Stmt;
+
 constexpr const char* kDbName = "index.sqlite";
 
 // Column order shared by INSERT, UPDATE and SELECT: bind_record() and read_record() follow it.
-constexpr const char* kSelect =
+// The columns of schema version 2 come last (see select_sql()).
+constexpr const char* kSelectV1Columns =
     "SELECT id, state, reason, timestamp_us, pid, tid, uid, gid, euid, egid, comm, exe, argv, argc,"
     " cwd, cgroup, hostname, boot_id, coredump_mask, signal, crashing_tid_ns, core_size,"
-    " stored_size, compression, path, extra FROM dumps";
+    " stored_size, compression, path, extra";
 
 constexpr const char* kInsert =
     "INSERT INTO dumps (id, state, reason, timestamp_us, pid, tid, uid, gid, euid, egid, comm, exe,"
     " argv, argc, cwd, cgroup, hostname, boot_id, coredump_mask, signal, crashing_tid_ns,"
-    " core_size, stored_size, compression, path, extra)"
+    " core_size, stored_size, compression, path, extra, rule, container_key)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
-    " ?20, ?21, ?22, ?23, ?24, ?25, ?26)";
+    " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)";
 
 constexpr const char* kUpdate =
     "UPDATE dumps SET state = ?2, reason = ?3, timestamp_us = ?4, pid = ?5, tid = ?6, uid = ?7,"
     " gid = ?8, euid = ?9, egid = ?10, comm = ?11, exe = ?12, argv = ?13, argc = ?14, cwd = ?15,"
     " cgroup = ?16, hostname = ?17, boot_id = ?18, coredump_mask = ?19, signal = ?20,"
     " crashing_tid_ns = ?21, core_size = ?22, stored_size = ?23, compression = ?24, path = ?25,"
-    " extra = ?26 WHERE id = ?1";
-
-constexpr const char* kSchema =
-    "CREATE TABLE dumps ("
-    " id TEXT PRIMARY KEY NOT NULL,"
-    " state TEXT NOT NULL,"
-    " reason BLOB NOT NULL,"
-    " timestamp_us INTEGER NOT NULL,"
-    " pid INTEGER NOT NULL,"
-    " tid INTEGER,"
-    " uid INTEGER NOT NULL,"
-    " gid INTEGER NOT NULL,"
-    " euid INTEGER NOT NULL,"
-    " egid INTEGER NOT NULL,"
-    " comm BLOB NOT NULL,"
-    " exe BLOB NOT NULL,"
-    " argv BLOB NOT NULL,"
-    " argc INTEGER NOT NULL,"
-    " cwd BLOB NOT NULL,"
-    " cgroup BLOB NOT NULL,"
-    " hostname BLOB NOT NULL,"
-    " boot_id TEXT NOT NULL,"
-    " coredump_mask INTEGER NOT NULL,"
-    " signal INTEGER,"
-    " crashing_tid_ns INTEGER,"
-    " core_size INTEGER NOT NULL,"
-    " stored_size INTEGER NOT NULL,"
-    " compression TEXT NOT NULL,"
-    " path TEXT NOT NULL,"
-    " extra TEXT NOT NULL"
-    ");"
-    "CREATE INDEX dumps_timestamp ON dumps(timestamp_us);"
-    "CREATE INDEX dumps_pid ON dumps(pid);";
-
-std::string errmsg(sqlite3* db) {
-  return db ? sqlite3_errmsg(db) : "out of memory";
-}
-
-[[noreturn]] void fail(sqlite3* db, const std::string& path, const std::string& what) {
-  throw IndexError("index " + path + ": " + what + ": " + errmsg(db));
-}
-
-/// A prepared statement, finalized on scope exit. Every value is bound, never spliced into SQL.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const std::string& path, const char* sql) : db_(db), path_(path) {
-    if (sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) != SQLITE_OK) fail(db_, path_, "prepare");
-  }
-  ~Stmt() { sqlite3_finalize(st_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-
-  void bind(int i, std::int64_t v) { check(sqlite3_bind_int64(st_, i, v)); }
-  void bind_null(int i) { check(sqlite3_bind_null(st_, i)); }
-  template <typename T>
-  void bind_opt(int i, const std::optional<T>& v) {
-    if (v) {
-      bind(i, static_cast<std::int64_t>(*v));
-    } else {
-      bind_null(i);
-    }
-  }
-  // SQLite copies the bytes (SQLITE_TRANSIENT), so temporaries may be bound.
-  void bind_blob(int i, const std::string& v) {
-    check(sqlite3_bind_blob64(st_, i, v.data(), v.size(), transient()));
-  }
-  void bind_text(int i, const std::string& v) {
-    check(sqlite3_bind_text64(st_, i, v.data(), v.size(), transient(), SQLITE_UTF8));
-  }
-
-  /// Runs one step: true if a row is available, false when done. Throws IndexError.
-  bool step(const char* what) {
-    const int rc = sqlite3_step(st_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    fail(db_, path_, what);
-  }
-
-  std::int64_t int64(int col) const { return sqlite3_column_int64(st_, col); }
-  bool is_null(int col) const { return sqlite3_column_type(st_, col) == SQLITE_NULL; }
-  std::optional<std::int64_t> opt_int64(int col) const {
-    if (is_null(col)) return std::nullopt;
-    return int64(col);
-  }
-  std::string bytes(int col) const {
-    // Ask for the pointer first: sqlite3_column_bytes() then reports the size of that form.
-    const void* p = sqlite3_column_blob(st_, col);
-    const int n = sqlite3_column_bytes(st_, col);
-    if (p == nullptr || n <= 0) return {};
-    return std::string(static_cast<const char*>(p), static_cast<std::size_t>(n));
-  }
-
- private:
-  // SQLITE_TRANSIENT without the C-style cast of its macro.
-  static sqlite3_destructor_type transient() {
-    return reinterpret_cast<sqlite3_destructor_type>(static_cast<std::intptr_t>(-1));
-  }
-
-  void check(int rc) {
-    if (rc != SQLITE_OK) fail(db_, path_, "bind");
-  }
-
-  sqlite3* db_;
-  const std::string& path_;
-  sqlite3_stmt* st_ = nullptr;
-};
-
-void exec(sqlite3* db, const std::string& path, const char* sql, const char* what) {
-  if (sqlite3_exec(db, sql, nullptr, nullptr, nullptr) != SQLITE_OK) fail(db, path, what);
-}
+    " extra = ?26, rule = ?27, container_key = ?28 WHERE id = ?1";
 
 /// The name to give sqlite3_open_v2: a relative "file:..." path would be taken as a URI by builds
 /// with SQLITE_USE_URI, so such paths get a "./" prefix.
@@ -219,9 +121,14 @@ void bind_record(Stmt& st, const DumpRecord& r) {
   st.bind_text(24, r.compression);
   st.bind_text(25, r.path);
   st.bind_text(26, extra);
+  st.bind_text(27, r.rule);
+  st.bind_opt_blob(28, r.container_key);
 }
 
-DumpRecord read_record(const Stmt& st, const std::string& path) {
+/// The record at the current row of a statement from select_sql(). A database of schema version 1
+/// (opened read-only, so not migrated) has no rule and container_key columns: they are derived
+/// from extra, as the migration does.
+DumpRecord read_record(const Stmt& st, const std::string& path, int version) {
   DumpRecord r;
   r.id = st.bytes(0);
   const auto bad = [&](const std::string& what) {
@@ -256,6 +163,13 @@ DumpRecord read_record(const Stmt& st, const std::string& path) {
   r.path = st.bytes(24);
   r.extra = nlohmann::json::parse(st.bytes(25), nullptr, /*allow_exceptions=*/false);
   if (r.extra.is_discarded()) throw bad("unparsable extra JSON");
+  if (version >= 2) {
+    r.rule = st.bytes(26);
+    r.container_key = st.opt_bytes(27);
+  } else {
+    r.rule = rule_from_extra(r.extra);
+    r.container_key = container_key_from_extra(r.extra);
+  }
   return r;
 }
 
@@ -301,11 +215,9 @@ namespace {
 void Index::open_writable() {
   // Create the file ourselves so that it gets mode 0640 (SQLite would use 0644). The -wal and
   // -shm files SQLite creates later copy the database file's mode.
-  const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-  if (fd < 0) {
+  if (!UniqueFd(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640))) {
     throw IndexError("index " + path_ + ": cannot create: " + std::strerror(errno));
   }
-  ::close(fd);
 
   const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;  // our mutex serialises calls
   if (sqlite3_open_v2(sqlite_name(path_).c_str(), &db_, flags, nullptr) != SQLITE_OK) {
@@ -329,12 +241,9 @@ void Index::open_writable() {
   try {
     const int v = user_version();  // again, under the write lock: another writer may have won
     if (v > kSchemaVersion) refuse_newer(path_, v);
-    if (v == 0) {
-      exec(db_, path_, kSchema, "create schema");
-      exec(db_, path_, "PRAGMA user_version = 1", "set schema version");
-      static_assert(kSchemaVersion == 1, "update the PRAGMA above");
-    }
+    index_schema::upgrade(db_, path_, v);  // creates or migrates; nothing if current
     exec(db_, path_, "COMMIT", "commit schema");
+    version_ = kSchemaVersion;
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
@@ -358,6 +267,11 @@ void Index::open_read_only() {
   if (v == 0) {
     throw IndexError("index " + path_ + " has no coredumpd schema: is this a coredumpd store?");
   }
+  version_ = v;  // an older version is read as it is: migrating needs a writable open
+}
+
+std::string Index::select_sql() const {
+  return std::string(kSelectV1Columns) + (version_ >= 2 ? ", rule, container_key" : "") + " FROM dumps";
 }
 
 void Index::store(const DumpRecord& r, bool is_update) {
@@ -378,24 +292,45 @@ void Index::update(const DumpRecord& r) {
 
 std::vector<DumpRecord> Index::list() const {
   std::lock_guard lock(mu_);
-  Stmt st(db_, path_, (std::string(kSelect) + " ORDER BY timestamp_us, rowid").c_str());
+  Stmt st(db_, path_, (select_sql() + " ORDER BY timestamp_us, rowid").c_str());
   std::vector<DumpRecord> out;
-  while (st.step("list")) out.push_back(read_record(st, path_));
+  while (st.step("list")) out.push_back(read_record(st, path_, version_));
+  return out;
+}
+
+std::vector<DumpRecord> Index::list_container_candidates(const std::string& ref) const {
+  if (version_ < 2) return list();  // no container_key column: the caller's match decides
+  std::lock_guard lock(mu_);
+  // A row matches container_ref_matches() by its key (the column), its name or an id prefix (in
+  // extra.container). Names and ids that are byte arrays (not UTF-8) are left to the caller.
+  const std::string c = std::string("'$.") + extras::kContainer + ".";
+  const std::string name = c + extras::kContainerName + "'";
+  const std::string id = c + extras::kContainerId + "'";
+  const std::string sql =
+      select_sql() + " WHERE container_key = ?1 OR (container_key IS NOT NULL AND json_valid(extra) AND ("
+      " json_type(extra, " + name + ") = 'array' OR json_type(extra, " + id + ") = 'array'"
+      " OR json_extract(extra, " + name + ") = ?2"
+      " OR (?3 AND instr(json_extract(extra, " + id + "), ?2) = 1)))"
+      " ORDER BY timestamp_us, rowid";
+  Stmt st(db_, path_, sql.c_str());
+  st.bind_blob(1, ref);
+  st.bind_text(2, ref);
+  st.bind(3, ref.size() >= kMinContainerIdPrefix ? 1 : 0);
+  std::vector<DumpRecord> out;
+  while (st.step("list by container")) out.push_back(read_record(st, path_, version_));
   return out;
 }
 
 std::vector<RowSummary> Index::list_summaries() const {
   std::lock_guard lock(mu_);
   // extra is always valid JSON when written by insert()/update(); json_valid() guards the
-  // json_type() calls (which fail on malformed text) against a hand-edited database. CASE only
+  // json_type() call (which fails on malformed text) against a hand-edited database. CASE only
   // evaluates the branch it takes.
-  Stmt st(db_, path_,
-          "SELECT id, state, timestamp_us, uid, stored_size, path,"
-          " CASE WHEN json_valid(extra) AND json_type(extra, '$.rule') = 'text'"
-          "  THEN json_extract(extra, '$.rule') ELSE '' END,"
-          " CASE WHEN json_valid(extra) AND json_type(extra, '$.vacuumed') = 'object'"
-          "  THEN 1 ELSE 0 END"
-          " FROM dumps ORDER BY timestamp_us, rowid");
+  const std::string sql = std::string("SELECT id, state, timestamp_us, uid, stored_size, path, ") +
+                          index_schema::rule_expression(version_) +
+                          ", CASE WHEN json_valid(extra) AND json_type(extra, '$." + extras::kVacuumed +
+                          "') = 'object' THEN 1 ELSE 0 END FROM dumps ORDER BY timestamp_us, rowid";
+  Stmt st(db_, path_, sql.c_str());
   std::vector<RowSummary> out;
   while (st.step("list summaries")) {
     RowSummary r;
@@ -419,10 +354,10 @@ std::vector<RowSummary> Index::list_summaries() const {
 
 std::optional<DumpRecord> Index::get(const std::string& id) const {
   std::lock_guard lock(mu_);
-  Stmt st(db_, path_, (std::string(kSelect) + " WHERE id = ?1").c_str());
+  Stmt st(db_, path_, (select_sql() + " WHERE id = ?1").c_str());
   st.bind_text(1, id);
   if (!st.step("get")) return std::nullopt;
-  return read_record(st, path_);
+  return read_record(st, path_, version_);
 }
 
 bool Index::remove(const std::string& id) {

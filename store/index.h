@@ -30,7 +30,7 @@ struct RowSummary {
   std::int64_t uid = -1;          ///< real uid
   std::uint64_t stored_size = 0;  ///< bytes on disk of the stored core
   std::string path;               ///< core file name, or ""
-  std::string rule;               ///< extra["rule"] if it is a string, else ""
+  std::string rule;               ///< DumpRecord::rule (the `rule` column)
   bool vacuumed = false;          ///< extra["vacuumed"] is an object (retention removed the core)
 };
 
@@ -38,18 +38,20 @@ struct RowSummary {
 /// an internal mutex. Writers use WAL mode and a busy timeout, so dumpctl can read while the daemon
 /// writes.
 ///
-/// Schema (version 1, kept in `PRAGMA user_version`): one table `dumps`, a column per DumpRecord
-/// field. Strings from the crashing process (comm, exe, cwd, cgroup, hostname) and `reason` are
+/// Schema (version 2, kept in `PRAGMA user_version`; the versions and their migrations are in
+/// store/index_schema.h): one table `dumps`, a column per DumpRecord field. Strings from the crashing process (comm, exe, cwd, cgroup, hostname) and `reason` are
 /// BLOBs holding the exact bytes. `argv` is a BLOB of every argument followed by one NUL byte
 /// (the /proc/<pid>/cmdline layout: [] is empty, [""] is one NUL byte) and `argc` is the argument
 /// count, checked on read. `extra` is TEXT (compact JSON). `state` is state_name(); optional
 /// fields are NULL when unset; the u64 sizes are stored as the same 64 bits in SQLite's signed
-/// INTEGER. Indices on `timestamp_us` and `pid`.
+/// INTEGER. `rule` is TEXT; `container_key` a BLOB, NULL when no container was recorded. Indices on
+/// `timestamp_us`, `pid` and `container_key`.
 class Index {
  public:
   /// The schema version this build reads and writes. A database with a larger `user_version` is
-  /// refused (IndexError); version 0 means "no schema yet" (created by writable opens).
-  static constexpr int kSchemaVersion = 1;
+  /// refused (IndexError); version 0 means "no schema yet" (created by writable opens). A writable
+  /// open migrates an older database (index_schema::upgrade()); a read-only open reads it as it is.
+  static constexpr int kSchemaVersion = 2;
   /// How long a call waits for a lock held by another connection before failing, in milliseconds.
   static constexpr int kBusyTimeoutMs = 10000;
 
@@ -80,6 +82,11 @@ class Index {
   /// All records, oldest first by timestamp (ties: insertion order). Throws IndexError, also for
   /// a row that cannot be decoded (unknown state, bad argv, unparsable extra).
   std::vector<DumpRecord> list() const;
+  /// The records that may be in the container `ref` names, in list() order: a superset of those
+  /// whose extra.container container_ref_matches() (by key, name, or id prefix): the caller applies
+  /// that match. Narrowed in SQL by the container_key column and the recorded name and id (every
+  /// row of an index too old to have the column). Throws IndexError like list().
+  std::vector<DumpRecord> list_container_candidates(const std::string& ref) const;
   /// Every row's RowSummary, in list() order. Throws IndexError (also for an unknown state).
   std::vector<RowSummary> list_summaries() const;
   /// The record with this id, or std::nullopt. Throws IndexError like list().
@@ -98,10 +105,13 @@ class Index {
   void open_writable();
   void open_read_only();
   int user_version() const;
+  /// The SELECT of every column read_record() reads, for this database's schema version.
+  std::string select_sql() const;
   void store(const DumpRecord& r, bool is_update);
 
   std::string path_;
   sqlite3* db_ = nullptr;
+  int version_ = 0;  ///< the database's schema version (kSchemaVersion once a writable open migrated it)
   mutable std::mutex mu_;
 };
 

@@ -15,7 +15,8 @@
 #include "daemon/dump/core_writer.h"
 #include "daemon/dump/finalize.h"
 #include "daemon/report/log_limiter.h"
-#include "store/retention.h"
+#include "store/vacuum.h"
+#include "store/record_extras.h"
 
 namespace coredumpd {
 
@@ -105,8 +106,8 @@ void compress_stage(const std::shared_ptr<Handoff>& hp) {
   if (!drained) drained = h.take();
   const DrainReport& d = drained->report;
   auto& r = drained->job.record;
-  r.extra["compressed_while_streaming"] = compressed_while_streaming;
-  r.extra["compressibility_samples"] = h.sampler.samples();
+  r.extra[extras::kCompressedWhileStreaming] = compressed_while_streaming;
+  r.extra[extras::kCompressibilitySamples] = h.sampler.samples();
   // Keep the file only if both stages succeeded; a discarded temporary file frees its space at once
   // (on a full disk the index update needs it).
   CompressReport c;

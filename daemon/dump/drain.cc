@@ -13,6 +13,7 @@
 #include "daemon/forward/forward.h"
 #include "daemon/proc/proc_dir.h"
 #include "protocol/records.h"
+#include "store/record_extras.h"
 
 namespace coredumpd {
 
@@ -160,7 +161,7 @@ Drained drain_core_stream(Handoff& h, DumpJob job, std::string spool_error) {
   std::vector<std::byte> scratch;  // allocated when first needed
   // What the kernel waited for before the first read (the InProgress row, the spool), in
   // microseconds since this job started.
-  r.extra["drain_start_us"] = us_since(h.started);
+  r.extra[extras::kDrainStartUs] = us_since(h.started);
   d.stream = drain(fd, job.config->stream_idle_timeout, [&]() -> Pulled {
     auto into = d.records ? std::span<std::byte>() : sink.space();
     const bool kept = !into.empty();
@@ -179,7 +180,7 @@ Drained drain_core_stream(Handoff& h, DumpJob job, std::string spool_error) {
     sink.read(chunk, kept);
     return {n};
   });
-  r.extra["stream_us"] = us_since(h.started);
+  r.extra[extras::kStreamUs] = us_since(h.started);
   d.core_facts = sink.finish();
   d.malformed = d.records && decoder.failed();
   d.record_error = decoder.error();
@@ -197,7 +198,7 @@ Drained drain_core_stream(Handoff& h, DumpJob job, std::string spool_error) {
     d.forward.bytes = relay->bytes_sent();
   }
   job.socket.reset();  // hang up: releases a WAIT-parked task
-  r.extra["released_us"] = us_since(h.started);
+  r.extra[extras::kReleasedUs] = us_since(h.started);
   if (h.spool && d.spool_error.empty()) {
     try {
       h.spool->flush();  // the last blocks (a few milliseconds of the disk), after the release
@@ -248,12 +249,12 @@ void collect_post_dump(const DumpJob& job, DumpRecord& r) {
   auto proc = ProcDir::open(job.pidfd.get(), static_cast<pid_t>(r.pid), error);
   for (const auto& name : job.policy.post_dump) {
     if (!proc) {
-      r.extra["post_dump_errors"][name] = error;
+      r.extra[extras::kPostDumpErrors][name] = error;
       continue;
     }
     if (name == "smaps_rollup") {
-      if (auto v = proc->read("smaps_rollup", 64 * 1024, error)) r.extra["proc"]["smaps_rollup"] = bytes_to_json(*v);
-      else r.extra["post_dump_errors"][name] = error;
+      if (auto v = proc->read("smaps_rollup", 64 * 1024, error)) r.extra[extras::kProc]["smaps_rollup"] = bytes_to_json(*v);
+      else r.extra[extras::kPostDumpErrors][name] = error;
     }
   }
 }

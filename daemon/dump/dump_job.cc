@@ -7,6 +7,7 @@
 #include "daemon/dump/compress_stage.h"
 #include "daemon/dump/drain.h"
 #include "daemon/dump/handoff.h"
+#include "store/record_extras.h"
 
 namespace coredumpd {
 
@@ -58,7 +59,7 @@ namespace {
 // which the compressor owns (and destroys) the spool. Without a spool the compressor starts only now.
 void hand_off(const std::shared_ptr<Handoff>& h, Drained drained) {
   Spool* const spool = h->spool.get();
-  if (spool) drained.job.record.extra["spool_page_cache_blocks"] = spool->overflowed_blocks();
+  if (spool) drained.job.record.extra[extras::kSpoolPageCacheBlocks] = spool->overflowed_blocks();
   h->deliver(std::move(drained));
   if (spool) spool->close_input();
   else boost::asio::post(h->ctx.compressors, [h] { compress_stage(h); });

@@ -9,7 +9,8 @@
 #include "daemon/dump/outcome.h"
 #include "daemon/report/log_limiter.h"
 #include "daemon/report/logging.h"
-#include "store/retention.h"
+#include "store/core_accounting.h"
+#include "store/record_extras.h"
 
 namespace coredumpd {
 
@@ -27,21 +28,21 @@ void finalize_dump(Handoff& h, Drained& drained, const CompressReport& compress)
   auto& ctx = h.ctx;
   r.core_size = d.total;
   apply_core_facts(d.core_facts, drained.job.facts, r);
-  if (d.records) r.extra["records"] = d.records_count;
+  if (d.records) r.extra[extras::kRecords] = d.records_count;
 
   DumpVerdict verdict = judge_dump(d, compress);
   if (d.forward.attempted) {
-    r.extra["forward"]["bytes_relayed"] = d.forward.bytes;
-    r.extra["forward"]["outcome"] = d.forward.delivered ? "delivered" : "fallback";
+    r.extra[extras::kForward]["bytes_relayed"] = d.forward.bytes;
+    r.extra[extras::kForward]["outcome"] = d.forward.delivered ? "delivered" : "fallback";
     if (verdict.forward_fallback) {
-      r.extra["forward"]["error"] = d.forward.error;
+      r.extra[extras::kForward]["error"] = d.forward.error;
       if (log_limiter().allow("forward failed"))
         spdlog::warn("dump {}: forwarding to {} failed: {}; stored on the host", r.id,
                      escape_for_log(drained.job.policy.forward_socket), escape_for_log(d.forward.error));
     }
   }
   apply_verdict(verdict, d, r);
-  r.extra["stored_us"] = us_since(h.started);
+  r.extra[extras::kStoredUs] = us_since(h.started);
   if (!save_record(ctx, r, h.indexed) && holds_core(r)) {
     // The core is linked but the index cannot say so (a full store: a raw core can take its last
     // page). Left, it would be an orphan no vacuum counts; deleting it frees the space the index
@@ -72,10 +73,10 @@ void apply_core_facts(const protocol::CoreFacts& core, const HandshakeFacts& fac
     r.crashing_tid_ns = *core.crashing_tid;
     r.tid = host_tid(facts, *core.crashing_tid);
   }
-  if (core.si_code) r.extra["si_code"] = *core.si_code;
-  if (core.fault_address) r.extra["fault_address"] = *core.fault_address;
-  r.extra["threads"] = core.thread_tids.size();
-  if (!core.error.empty()) r.extra["core_note_error"] = core.error;
+  if (core.si_code) r.extra[extras::kSiCode] = *core.si_code;
+  if (core.fault_address) r.extra[extras::kFaultAddress] = *core.fault_address;
+  r.extra[extras::kThreads] = core.thread_tids.size();
+  if (!core.error.empty()) r.extra[extras::kCoreNoteError] = core.error;
 }
 
 // The record as the verdict says: a Failed or Forwarded dump keeps no core file.
@@ -93,7 +94,7 @@ void apply_verdict(const DumpVerdict& v, const DrainReport& d, DumpRecord& r) {
       break;
     case DumpState::Truncated:
       r.reason = v.reason;
-      r.extra["stored_core_bytes"] = d.spooled;
+      r.extra[extras::kStoredCoreBytes] = d.spooled;
       break;
     default:
       break;
@@ -109,7 +110,7 @@ void log_dump(const DumpRecord& r, const DumpJob& job, const DrainReport& d) {
                  escape_for_log(job.policy.forward_socket), d.forward.bytes);
   else if (r.state == DumpState::Complete)
     spdlog::info("dump {}: pid {} ({}) {} stored, {} bytes -> {} bytes, task released after {} ms", r.id, r.pid,
-                 escape_for_log(r.comm), sig, r.core_size, r.stored_size, r.extra.value("released_us", 0) / 1000);
+                 escape_for_log(r.comm), sig, r.core_size, r.stored_size, r.extra.value(extras::kReleasedUs, 0) / 1000);
   else
     spdlog::warn("dump {}: pid {} ({}) {} {}: {}", r.id, r.pid, escape_for_log(r.comm), sig, state_name(r.state),
                  escape_for_log(r.reason));

@@ -11,6 +11,7 @@
 #include "daemon/proc/peer.h"
 #include "store/index.h"
 #include "protocol/wire.h"
+#include "store/record_extras.h"
 #include "util/unique_fd.h"
 
 namespace coredumpd {
@@ -96,8 +97,8 @@ nlohmann::json probe_kernel(const std::string& store_dir, std::uint64_t close_fi
     Index index(store_dir, false);
     const auto all = index.list();
     for (auto it = all.rbegin(); it != all.rend(); ++it) {
-      if (!it->extra.contains("request")) continue;
-      const auto& req = it->extra["request"];
+      if (!it->extra.contains(extras::kRequest)) continue;
+      const auto& req = it->extra[extras::kRequest];
       const auto mask = req.value("mask", std::uint64_t{0});
       out["last_offered"] = {{"dump", it->id},
                              {"mask", mask},

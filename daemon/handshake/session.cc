@@ -21,6 +21,7 @@
 #include "protocol/marker.h"
 #include "protocol/relay.h"
 #include "protocol/request.h"
+#include "store/record_extras.h"
 
 namespace coredumpd {
 
@@ -67,9 +68,9 @@ void Session::start() {
     record_.coredump_mask = i.coredump_mask;
     // A later query path for unprivileged users may show a dump to its owner only if the kernel
     // dumped it as that user (PIDFD_COREDUMP_USER), never a setuid/secure-exec one (ROOT).
-    record_.extra["owner_may_read"] =
+    record_.extra[extras::kOwnerMayRead] =
         (i.coredump_mask & PIDFD_COREDUMP_USER) != 0 && (i.coredump_mask & PIDFD_COREDUMP_ROOT) == 0;
-    record_.extra["cgroup_id"] = i.cgroupid;
+    record_.extra[extras::kCgroupId] = i.cgroupid;
     if (i.mask & PIDFD_INFO_COREDUMP_SIGNAL) record_.signal = static_cast<int>(i.coredump_signal);
   }
 
@@ -79,7 +80,7 @@ void Session::start() {
       // pid 0; accept_forwarded says such a peer is a forwarding coredumpd (daemon/forward/forward.h).
       forwarded_peer_ = true;
       ctx_.stats.count(Outcome::ForwardedIn);
-      record_.extra["forwarded_from_host"] = {{"peer_uid", peer_.cred_uid}, {"peer_gid", peer_.cred_gid}};
+      record_.extra[extras::kForwardedFromHost] = {{"peer_uid", peer_.cred_uid}, {"peer_gid", peer_.cred_gid}};
       spdlog::info("{}: accepting a crash forwarded by a process outside our pid namespace (uid {})", record_.id,
                    peer_.cred_uid);
     } else if (!config_->allow_unverified_peers) {
@@ -90,7 +91,7 @@ void Session::start() {
       return end(Outcome::Impostor, "refused peer pid " + std::to_string(peer_.cred_pid) + " uid " +
                    std::to_string(peer_.cred_uid) + ": not a crashing task (" + why + ")");
     } else {
-      record_.extra["unverified_peer"] = true;
+      record_.extra[extras::kUnverifiedPeer] = true;
     }
   }
 
@@ -138,8 +139,8 @@ void Session::discard_request_tail(std::uint32_t discard) {
 }
 
 void Session::on_request() {
-  record_.extra["handshake_steps_us"]["request"] = elapsed_us(accepted_at_);
-  record_.extra["request"] = {{"size", req_.size}, {"size_ack", req_.size_ack}, {"mask", req_.mask},
+  record_.extra[extras::kHandshakeStepsUs]["request"] = elapsed_us(accepted_at_);
+  record_.extra[extras::kRequest] = {{"size", req_.size}, {"size_ack", req_.size_ack}, {"mask", req_.mask},
                               {"memory_types", req_.memory_types}, {"memory_types_mask", req_.memory_types_mask}};
   collect();
 }
@@ -187,7 +188,7 @@ void Session::collect() {
     const auto collect_end = elapsed_us(self->accepted_at_);
     asio::post(self->ctx_.io, [self, facts = std::move(facts), collect_start, collect_end]() mutable {
       if (self->state_ != State::Collecting) return;
-      auto& steps = self->record_.extra["handshake_steps_us"];
+      auto& steps = self->record_.extra[extras::kHandshakeStepsUs];
       steps["collect_start"] = collect_start;
       steps["collect_end"] = collect_end;
       steps["collected"] = elapsed_us(self->accepted_at_);
@@ -237,8 +238,8 @@ void Session::send_ack() {
   const auto wire = protocol::ack_bytes(negotiation_.ack);
   if (protocol::kernel_ack_verdict(req_, wire, config_->close_files_bit) != protocol::Marker::REQACK)
     return end(Outcome::BadRequest, "internal error: built an ack the kernel would refuse");
-  record_.extra["handshake_us"] = elapsed_us(accepted_at_);
-  record_.extra["negotiation"] = {
+  record_.extra[extras::kHandshakeUs] = elapsed_us(accepted_at_);
+  record_.extra[extras::kNegotiation] = {
       {"offered", negotiation_.offered},
       {"acked", negotiation_.ack.mask},
       {"mode", protocol::mode_name(negotiation_.mode)},
@@ -291,7 +292,7 @@ void Session::on_marker() {
       if (receiver_) {  // the receiver chose USERSPACE: it has what it asked for (no bytes)
         ::shutdown(receiver_->socket.get(), SHUT_WR);
         receiver_.reset();
-        record_.extra["forward"]["outcome"] = "delivered";
+        record_.extra[extras::kForward]["outcome"] = "delivered";
         return end(Outcome::Forwarded, "forwarded (userspace mode) to " + policy_.forward_socket);
       }
       return end(Outcome::MetadataOnly, "metadata-only record (" + record_.reason + ")");
@@ -322,7 +323,7 @@ void Session::on_deadline() {
       ctx_.stats.count(Outcome::HandshakeTimeout);  // on the way: the crash is still acked
       decide();
       if (policy_.action == Action::Forward) {
-        record_.extra["forward"] = {{"socket", policy_.forward_socket}};
+        record_.extra[extras::kForward] = {{"socket", policy_.forward_socket}};
         forward_failed("no time left in the handshake to forward");
       }
       return send_ack();

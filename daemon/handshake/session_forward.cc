@@ -9,6 +9,7 @@
 #include "daemon/report/logging.h"
 #include "protocol/marker.h"
 #include "protocol/relay.h"
+#include "store/record_extras.h"
 
 namespace coredumpd {
 
@@ -16,11 +17,11 @@ namespace asio = boost::asio;
 
 void Session::maybe_forward() {
   if (policy_.action != Action::Forward) return send_ack();
-  record_.extra["forward"] = {{"socket", policy_.forward_socket}};
+  record_.extra[extras::kForward] = {{"socket", policy_.forward_socket}};
   std::string why;
   if (wants_for(policy_, facts_, why).mode != protocol::Mode::Kernel) {
     // RLIMIT_CORE or max_core_bytes say no core: nothing to forward; the record says why.
-    record_.extra["forward"]["skipped"] = why;
+    record_.extra[extras::kForward]["skipped"] = why;
     return send_ack();
   }
   if (ctx_.dumps_in_flight.load() >= config_->max_concurrent_dumps) return send_ack();  // overload path
@@ -64,7 +65,7 @@ void Session::on_receiver(std::optional<ReceiverLink> link, const std::string& e
     forward_failed("the receiver answered REJECT");
     return send_ack();
   }
-  record_.extra["forward"]["receiver_ack"] = {{"size", link->ack.size}, {"mask", link->ack.mask},
+  record_.extra[extras::kForward]["receiver_ack"] = {{"size", link->ack.size}, {"mask", link->ack.mask},
                                               {"memory_types", link->ack.memory_types}};
   receiver_ = std::move(link);
   send_ack();
@@ -72,8 +73,8 @@ void Session::on_receiver(std::optional<ReceiverLink> link, const std::string& e
 
 void Session::forward_failed(const std::string& why) {
   ctx_.stats.count(Outcome::ForwardFallback);
-  record_.extra["forward"]["outcome"] = "fallback";
-  record_.extra["forward"]["error"] = why;
+  record_.extra[extras::kForward]["outcome"] = "fallback";
+  record_.extra[extras::kForward]["error"] = why;
   if (log_limiter().allow("forward failed"))
     spdlog::warn("pid {} ({}): forwarding to {} failed: {}; the host handles the crash", record_.pid, record_.id,
                  escape_for_log(policy_.forward_socket), escape_for_log(why));

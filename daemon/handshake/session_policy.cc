@@ -6,6 +6,7 @@
 #include "daemon/handshake/session.h"
 #include "daemon/report/log_limiter.h"
 #include "daemon/report/logging.h"
+#include "store/record_extras.h"
 
 namespace coredumpd {
 
@@ -16,11 +17,11 @@ void Session::decide() {
   record_.cwd = facts_.cwd;
   record_.cgroup = facts_.cgroup;
   record_.hostname = facts_.hostname;
-  if (!facts_.errors.empty()) record_.extra["collect_errors"] = facts_.errors;
-  record_.extra["collect_timings_us"] = facts_.timings_us;
-  if (facts_.rlimit_core) record_.extra["rlimit_core"] = *facts_.rlimit_core;
+  if (!facts_.errors.empty()) record_.extra[extras::kCollectErrors] = facts_.errors;
+  record_.extra[extras::kCollectTimingsUs] = facts_.timings_us;
+  if (facts_.rlimit_core) record_.extra[extras::kRlimitCore] = *facts_.rlimit_core;
 
-  record_.extra["proc"] = facts_.proc;
+  record_.extra[extras::kProc] = facts_.proc;
 
   // Policy: the first matching rule, else the defaults; decided now, while the task is frozen.
   ContainerInputs inputs;
@@ -32,16 +33,18 @@ void Session::decide() {
   inputs.gid_map = facts_.gid_map;
   inputs.hostname = facts_.hostname;
   const ContainerInfo container = identify_container(inputs);
-  record_.extra["container"] = to_json(container);
+  record_.extra[extras::kContainer] = to_json(container);
   const auto decision = select_policy(config_->defaults, config_->rules, record_, container);
   policy_ = decision.policy;
   rule_ = decision.rule;
   container_key_ = container_key(container);
-  record_.extra["rule"] = decision.rule;
+  record_.extra[extras::kRule] = decision.rule;
+  record_.rule = decision.rule;  // the index's columns; the extras stay for readers of the JSON
+  record_.container_key = container_key_;
   if (policy_.capture_environ) {
     auto env = nlohmann::json::array();
     for (const auto& e : facts_.environ) env.push_back(bytes_to_json(e));
-    record_.extra["environ"] = std::move(env);
+    record_.extra[extras::kEnviron] = std::move(env);
   }
 }
 
@@ -59,7 +62,7 @@ void Session::apply_rate_limit(protocol::Wants& wants, std::string& why, const s
   why = "rate limit: over " + std::to_string(limit.burst) + " dumps in " + std::to_string(limit.interval.count()) +
         " s for rule \"" + rule + "\" in " + container + "; " + std::to_string(v.suppressed) +
         " suppressed since the last stored dump";
-  record_.extra["rate_limited"] = {{"rule", rule},
+  record_.extra[extras::kRateLimited] = {{"rule", rule},
                                    {"container", container},
                                    {"burst", limit.burst},
                                    {"interval_s", limit.interval.count()},

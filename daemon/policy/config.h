@@ -14,7 +14,7 @@
 
 #include "daemon/policy/compression_options.h"
 #include "daemon/policy/policy.h"
-#include "store/retention.h"
+#include "store/retention_limits.h"
 #include "protocol/wire.h"
 
 namespace coredumpd {

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "store/retention.h"
+#include "store/retention_limits.h"
 
 namespace coredumpd {
 

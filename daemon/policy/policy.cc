@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "store/container_ref.h"
+#include "store/record_extras.h"
 
 namespace coredumpd {
 
@@ -58,7 +59,7 @@ std::optional<bool> differs(const ContainerInfo& c, const std::string& ns) {
 
 bool namespace_matches(const std::string& ns, const NamespaceMatch& m, const DumpRecord& r, const ContainerInfo& c) {
   if (m.kind == NamespaceMatch::Kind::Inode) {
-    const auto& inodes = r.extra.value("proc", nlohmann::json::object()).value("namespaces", nlohmann::json::object());
+    const auto& inodes = r.extra.value(extras::kProc, nlohmann::json::object()).value("namespaces", nlohmann::json::object());
     return inodes.contains(ns) && inodes[ns] == m.inode;
   }
   const auto d = differs(c, ns);

@@ -327,6 +327,8 @@ TEST_F(FakeKernelDaemon, RejectByPolicyStoresNothingAndReadsNoBytes) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, DumpState::Rejected);
   EXPECT_EQ(r->extra["rule"], "no-tests");
+  EXPECT_EQ(r->rule, "no-tests") << "the index's rule column";
+  EXPECT_TRUE(r->container_key.has_value()) << "the index's container_key column";
   EXPECT_TRUE(r->path.empty());
 }
 

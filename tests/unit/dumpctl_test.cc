@@ -368,6 +368,7 @@ TEST_F(DumpctlTest, ListContainerColumnFilterAndJson) {
   const auto with_container = [&](int n, const ContainerInfo& c) {
     DumpRecord r = add(n, n * 1'000'000, "core");
     r.extra["container"] = to_json(c);
+    r.container_key = container_key(c);
     Index(store_, true).update(r);
   };
   ContainerInfo docker;

@@ -325,6 +325,27 @@ TEST_F(IndexTest, ReadOnlyIndexRefusesWrites) {
   EXPECT_EQ(ro.list().size(), 1U);
 }
 
+TEST_F(IndexTest, RuleAndContainerKeyColumnsRoundTrip) {
+  Index idx(dir_, true);
+  DumpRecord none = sample(1, 1);  // no container identified: NULL
+  DumpRecord keyless = sample(2, 2);
+  keyless.container_key = "";
+  DumpRecord bytes = sample(3, 3);
+  bytes.rule = "web";
+  bytes.container_key = "cgroup:/a\xff\n\0b"s;
+  for (const auto& r : {none, keyless, bytes}) idx.insert(r);
+  EXPECT_EQ(idx.get(none.id)->container_key, std::nullopt);
+  EXPECT_EQ(idx.get(keyless.id)->container_key, "");
+  EXPECT_EQ(idx.get(bytes.id)->container_key, bytes.container_key);
+  EXPECT_EQ(idx.get(bytes.id)->rule, "web");
+  EXPECT_EQ(idx.list_summaries()[2].rule, "web");
+  bytes.rule = "db";
+  bytes.container_key.reset();
+  idx.update(bytes);
+  EXPECT_EQ(idx.get(bytes.id)->rule, "db");
+  EXPECT_EQ(idx.get(bytes.id)->container_key, std::nullopt);
+}
+
 TEST_F(IndexTest, RefusesNewerSchemaVersion) {
   {
     Index idx(dir_, true);
@@ -336,7 +357,7 @@ TEST_F(IndexTest, RefusesNewerSchemaVersion) {
       const Index idx(dir_, writable);
       FAIL() << "expected IndexError, writable=" << writable;
     } catch (const IndexError& e) {
-      EXPECT_NE(std::string(e.what()).find("schema version 2, newer than"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("schema version " + std::to_string(Index::kSchemaVersion + 1) + ", newer than"), std::string::npos)
           << e.what();
     }
   }
