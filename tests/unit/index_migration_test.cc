@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,38 +27,15 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// `git show 04ca55a:store/index.cc`: kSchema, verbatim.
-constexpr const char* kSchemaV1 =
-    "CREATE TABLE dumps ("
-    " id TEXT PRIMARY KEY NOT NULL,"
-    " state TEXT NOT NULL,"
-    " reason BLOB NOT NULL,"
-    " timestamp_us INTEGER NOT NULL,"
-    " pid INTEGER NOT NULL,"
-    " tid INTEGER,"
-    " uid INTEGER NOT NULL,"
-    " gid INTEGER NOT NULL,"
-    " euid INTEGER NOT NULL,"
-    " egid INTEGER NOT NULL,"
-    " comm BLOB NOT NULL,"
-    " exe BLOB NOT NULL,"
-    " argv BLOB NOT NULL,"
-    " argc INTEGER NOT NULL,"
-    " cwd BLOB NOT NULL,"
-    " cgroup BLOB NOT NULL,"
-    " hostname BLOB NOT NULL,"
-    " boot_id TEXT NOT NULL,"
-    " coredump_mask INTEGER NOT NULL,"
-    " signal INTEGER,"
-    " crashing_tid_ns INTEGER,"
-    " core_size INTEGER NOT NULL,"
-    " stored_size INTEGER NOT NULL,"
-    " compression TEXT NOT NULL,"
-    " path TEXT NOT NULL,"
-    " extra TEXT NOT NULL"
-    ");"
-    "CREATE INDEX dumps_timestamp ON dumps(timestamp_us);"
-    "CREATE INDEX dumps_pid ON dumps(pid);";
+// The version 1 DDL, kept as a file of its own (fixtures/index-v1.sql: `git show
+// 04ca55a:store/index.cc`, kSchema) so that no edit of the migration code can change it.
+std::string schema_v1() {
+  std::ifstream in(COREDUMPD_UNIT_FIXTURES "/index-v1.sql");
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_FALSE(text.str().empty()) << "cannot read " COREDUMPD_UNIT_FIXTURES "/index-v1.sql";
+  return text.str();
+}
 
 // `git show 04ca55a:store/index.cc`: kInsert, verbatim.
 constexpr const char* kInsertV1 =
@@ -155,7 +133,7 @@ class IndexMigrationTest : public ::testing::Test {
     Db db(Index::db_path(dir_));
     db.exec("PRAGMA journal_mode=WAL");
     db.exec("BEGIN IMMEDIATE");
-    db.exec(kSchemaV1);
+    db.exec(schema_v1().c_str());
     db.exec("PRAGMA user_version = 1");
     db.exec("COMMIT");
     const auto add = [&](int n, std::int64_t uid, std::uint64_t stored, const json& extra) {
