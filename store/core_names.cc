@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "store/dump_record.h"
+#include "util/text.h"
 
 namespace coredumpd {
 
@@ -11,9 +12,8 @@ namespace {
 
 constexpr std::size_t kIdHexChars = 32;
 
-bool is_lower_hex(const std::string& s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+bool all_lower_hex(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return is_lower_hex(c); });
 }
 
 }  // namespace
@@ -22,7 +22,7 @@ std::string core_file_id(const std::string& name) {
   for (const std::string_view ext : {kZstdExtension, kRawExtension}) {
     if (name.size() <= ext.size() || !name.ends_with(ext)) continue;
     std::string id = name.substr(0, name.size() - ext.size());
-    return id.size() == kIdHexChars && is_lower_hex(id) ? id : std::string();
+    return id.size() == kIdHexChars && all_lower_hex(id) ? id : std::string();
   }
   return {};
 }

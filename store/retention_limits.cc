@@ -1,18 +1,9 @@
 #include "store/retention_limits.h"
+#include "util/text.h"
 
 namespace coredumpd {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-bool is_digit(char c) {
-  return c >= '0' && c <= '9';
-}
 
 char lower(char c) {
   return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
@@ -64,10 +55,10 @@ bool RetentionLimits::any() const {
 }
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {
-  std::string_view s = trim(text);
+  std::string_view s = trim_blanks(text);
   auto num = take_decimal(s);
   if (!num) return std::nullopt;
-  const std::string unit = lower_string(trim(s));
+  const std::string unit = lower_string(trim_blanks(s));
   std::uint64_t mult = 1;
   if (!unit.empty()) {
     static constexpr std::string_view kPrefixes = "kmgtpe";
@@ -97,10 +88,10 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
 }
 
 std::optional<double> parse_percent(std::string_view text) {
-  std::string_view s = trim(text);
+  std::string_view s = trim_blanks(text);
   if (s.empty() || s.back() != '%') return std::nullopt;
   s.remove_suffix(1);
-  s = trim(s);
+  s = trim_blanks(s);
   auto num = take_decimal(s);
   if (!num || !s.empty() || num->whole >= 100) return std::nullopt;
   const double p = static_cast<double>(num->whole) +
@@ -110,7 +101,7 @@ std::optional<double> parse_percent(std::string_view text) {
 }
 
 std::optional<std::chrono::seconds> parse_duration(std::string_view text) {
-  std::string_view s = trim(text);
+  std::string_view s = trim_blanks(text);
   if (s.empty()) return std::nullopt;
   struct Unit {
     std::string_view name;
@@ -134,12 +125,12 @@ std::optional<std::chrono::seconds> parse_duration(std::string_view text) {
     }
     if (i == 0) return std::nullopt;
     s.remove_prefix(i);
-    s = trim(s);
+    s = trim_blanks(s);
     std::size_t j = 0;
     while (j < s.size() && ((s[j] >= 'a' && s[j] <= 'z') || (s[j] >= 'A' && s[j] <= 'Z'))) ++j;
     const std::string unit = lower_string(s.substr(0, j));
     s.remove_prefix(j);
-    s = trim(s);
+    s = trim_blanks(s);
     std::int64_t mult = 0;
     if (unit.empty()) {
       if (!first || !s.empty()) return std::nullopt;  // bare digits only as the whole text

@@ -1,6 +1,5 @@
 #include "store/verify.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include "store/core_stream.h"
 #include "store/record_extras.h"
 #include "util/unique_fd.h"
+#include "util/dir.h"
 
 namespace coredumpd {
 
@@ -39,10 +39,6 @@ std::string file_type_name(mode_t mode) {
 bool is_ignored_name(const std::string& name) {
   return name.empty() || name[0] == '.' || name.rfind("index.sqlite", 0) == 0;
 }
-
-struct DirCloser {
-  void operator()(DIR* d) const { ::closedir(d); }
-};
 
 /// Outcome of reading one core through.
 struct DeepResult {
@@ -133,23 +129,16 @@ VerifyReport verify(const Index& index, int store_dirfd, bool deep) {
     rep.issues.push_back(VerifyIssue{p, name, id, std::move(detail)});
   };
 
-  // A fresh descriptor for readdir: its offset is not shared with the caller's store_dirfd.
-  UniqueFd list_fd(::openat(store_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  std::unique_ptr<DIR, DirCloser> dir(list_fd ? ::fdopendir(list_fd.get()) : nullptr);
-  if (!dir) {
-    issue(VerifyProblem::Unreadable, ".", "", "cannot list the store directory: " + errno_text(errno));
+  std::vector<std::string> names;
+  const auto listed = for_each_dir_entry(store_dirfd, ".", [&](std::string_view name) {
+    if (!is_ignored_name(std::string(name))) names.emplace_back(name);
+    return true;
+  });
+  if (listed && listed->step == DirError::Step::Open) {
+    issue(VerifyProblem::Unreadable, ".", "", "cannot list the store directory: " + errno_text(listed->error));
     return rep;
   }
-  (void)list_fd.release();  // closedir() closes it now
-  std::vector<std::string> names;
-  errno = 0;
-  while (const dirent* d = ::readdir(dir.get())) {
-    std::string name = d->d_name;
-    if (!is_ignored_name(name)) names.push_back(std::move(name));
-    errno = 0;
-  }
-  if (errno != 0) issue(VerifyProblem::Unreadable, ".", "", "readdir: " + errno_text(errno));
-  dir.reset();
+  if (listed) issue(VerifyProblem::Unreadable, ".", "", "readdir: " + errno_text(listed->error));
   std::sort(names.begin(), names.end());
 
   std::set<std::string> present;

@@ -38,6 +38,12 @@ std::string rewrite_units(std::string_view s, Escape escape) {
 
 }  // namespace
 
+std::string_view trim_blanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
 bool all_digits(std::string_view s) {
   if (s.empty()) return false;
   for (const char c : s)

@@ -16,6 +16,8 @@ constexpr bool is_lower_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f
 constexpr bool is_hex_digit(char c) { return is_lower_hex(c) || (c >= 'A' && c <= 'F'); }
 /// True if `s` is non-empty and holds only '0'..'9' (no sign, no blanks).
 bool all_digits(std::string_view s);
+/// `s` without its leading and trailing blanks (spaces and tabs).
+std::string_view trim_blanks(std::string_view s);
 
 /// Decodes the UTF-8 sequence at the start of `s` (RFC 3629: no overlong forms, no surrogates
 /// U+D800..U+DFFF, nothing above U+10FFFF). Returns its length in bytes (1..4) and stores the code

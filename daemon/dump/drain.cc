@@ -1,6 +1,5 @@
 #include "daemon/dump/drain.h"
 
-#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include "daemon/proc/proc_dir.h"
 #include "protocol/records.h"
 #include "store/record_extras.h"
+#include "util/poll.h"
 
 namespace coredumpd {
 
@@ -229,14 +229,13 @@ StreamEnd drain(int fd, std::chrono::milliseconds idle, Pull&& pull) {
       r.error = std::string("reading the core stream: ") + std::strerror(errno);
       return r;
     }
-    pollfd pfd{fd, POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, static_cast<int>(idle.count()));
-    if (ready == 0) {
+    const PollResult ready = poll_for(fd, POLLIN, idle);
+    if (ready.status == PollStatus::Timeout) {
       r.error = "core stream stalled for " + std::to_string(idle.count()) + " ms";
       return r;
     }
-    if (ready < 0 && errno != EINTR) {
-      r.error = std::string("poll: ") + std::strerror(errno);
+    if (ready.status == PollStatus::Failed) {
+      r.error = std::string("poll: ") + std::strerror(ready.error);
       return r;
     }
   }

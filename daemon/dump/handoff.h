@@ -14,15 +14,11 @@
 #include "daemon/dump/dump_job.h"
 #include "daemon/dump/spool.h"
 #include "daemon/dump/stage_reports.h"
+#include "util/time.h"
 
 namespace coredumpd {
 
 using DumpClock = std::chrono::steady_clock;
-
-/// Microseconds from `t` to now.
-inline std::int64_t us_since(DumpClock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(DumpClock::now() - t).count();
-}
 
 /// What the drain hands over at its end: the job (its socket closed, the record with the drain's
 /// timings and post-dump facts) and what it found in the stream.

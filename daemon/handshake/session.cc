@@ -22,6 +22,7 @@
 #include "protocol/relay.h"
 #include "protocol/request.h"
 #include "store/record_extras.h"
+#include "util/time.h"
 
 namespace coredumpd {
 
@@ -37,10 +38,6 @@ std::string make_dump_id(std::int64_t timestamp_us) {
   char buf[33];
   std::snprintf(buf, sizeof(buf), "%016" PRIx64 "%016" PRIx64, static_cast<std::uint64_t>(timestamp_us), rnd);
   return buf;
-}
-
-std::int64_t elapsed_us(Session::Clock::time_point since) {
-  return std::chrono::duration_cast<std::chrono::microseconds>(Session::Clock::now() - since).count();
 }
 
 }  // namespace
@@ -139,7 +136,7 @@ void Session::discard_request_tail(std::uint32_t discard) {
 }
 
 void Session::on_request() {
-  record_.extra[extras::kHandshakeStepsUs]["request"] = elapsed_us(accepted_at_);
+  record_.extra[extras::kHandshakeStepsUs]["request"] = us_since(accepted_at_);
   record_.extra[extras::kRequest] = {{"size", req_.size}, {"size_ack", req_.size_ack}, {"mask", req_.mask},
                               {"memory_types", req_.memory_types}, {"memory_types_mask", req_.memory_types_mask}};
   collect();
@@ -177,7 +174,7 @@ void Session::collect() {
   asio::post(ctx_.collectors, [self = shared_from_this(), limits, pidfd, pid] {
     // Where a slow handshake spent its time: waiting for a collector thread, reading /proc, or
     // waiting for the io thread again (handshake_steps_us, microseconds since accept).
-    const auto collect_start = elapsed_us(self->accepted_at_);
+    const auto collect_start = us_since(self->accepted_at_);
     raise_priority_once();
     HandshakeFacts facts;
     std::string error;
@@ -185,13 +182,13 @@ void Session::collect() {
       facts = collect_handshake_facts(*proc, limits);
     else
       facts.errors["proc"] = error;
-    const auto collect_end = elapsed_us(self->accepted_at_);
+    const auto collect_end = us_since(self->accepted_at_);
     asio::post(self->ctx_.io, [self, facts = std::move(facts), collect_start, collect_end]() mutable {
       if (self->state_ != State::Collecting) return;
       auto& steps = self->record_.extra[extras::kHandshakeStepsUs];
       steps["collect_start"] = collect_start;
       steps["collect_end"] = collect_end;
-      steps["collected"] = elapsed_us(self->accepted_at_);
+      steps["collected"] = us_since(self->accepted_at_);
       self->on_collected(std::move(facts));
     });
   });
@@ -238,7 +235,7 @@ void Session::send_ack() {
   const auto wire = protocol::ack_bytes(negotiation_.ack);
   if (protocol::kernel_ack_verdict(req_, wire, config_->close_files_bit) != protocol::Marker::REQACK)
     return end(Outcome::BadRequest, "internal error: built an ack the kernel would refuse");
-  record_.extra[extras::kHandshakeUs] = elapsed_us(accepted_at_);
+  record_.extra[extras::kHandshakeUs] = us_since(accepted_at_);
   record_.extra[extras::kNegotiation] = {
       {"offered", negotiation_.offered},
       {"acked", negotiation_.ack.mask},

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "daemon/policy/config_keys.h"
+#include "util/text.h"
 
 namespace coredumpd {
 
@@ -18,11 +19,6 @@ constexpr std::uint64_t kMaxSize = static_cast<std::uint64_t>(std::numeric_limit
 // Durations are compared in microseconds (the index's unit), which must not overflow int64.
 constexpr std::int64_t kMaxDurationSeconds = std::numeric_limits<std::int64_t>::max() / 1'000'000;
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 /// A size from JSON: a non-negative integer, or a string for parse_size().
 std::uint64_t retention_size(const KeyValue& kv) {
@@ -86,7 +82,7 @@ constexpr ConfigKey<RetentionLimits> kRetention[] = {
        l.keep_free_bytes.reset();
        l.keep_free_percent.reset();
        if (v.value.is_null()) return;
-       if (v.value.is_string() && trim(v.value.get_ref<const std::string&>()).ends_with('%')) {
+       if (v.value.is_string() && trim_blanks(v.value.get_ref<const std::string&>()).ends_with('%')) {
          const auto& s = v.value.get_ref<const std::string&>();
          const auto p = parse_percent(s);
          if (!p) v.fail("invalid percentage \"" + s + "\" (want more than 0% and less than 100%)");

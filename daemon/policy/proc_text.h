@@ -9,12 +9,16 @@
 #include <string_view>
 #include <vector>
 
+#include "util/text.h"
+
 namespace coredumpd::proc_text {
 
 inline constexpr std::uint64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
 
-inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
-inline bool is_lower_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f'); }
+using coredumpd::all_digits;
+using coredumpd::is_digit;
+using coredumpd::is_lower_hex;
+
 inline bool is_alnum(char c) { return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
 /// A container id as docker, podman, containerd and CRI-O generate them: 32 random bytes in hex.
@@ -22,14 +26,6 @@ inline bool is_hex64(std::string_view s) {
   if (s.size() != 64) return false;
   for (char c : s)
     if (!is_lower_hex(c)) return false;
-  return true;
-}
-
-/// True for a non-empty run of decimal digits.
-inline bool all_digits(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!is_digit(c)) return false;
   return true;
 }
 
