@@ -53,7 +53,7 @@ int default_parallelism() {
   return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1U, 8U));
 }
 
-// Names of the coredump_filter / memory type bits (spec §3.3), for "memory_types": ["anon_private", ...].
+// Names of the coredump_filter / memory type bits (docs/PROTOCOL.md §6.3), for "memory_types": ["anon_private", ...].
 const std::vector<std::pair<std::string, std::uint64_t>>& memory_type_names() {
   static const std::vector<std::pair<std::string, std::uint64_t>> kNames = {
       {"anon_private", protocol::COREDUMP_MEMORY_ANON_PRIVATE},     {"anon_shared", protocol::COREDUMP_MEMORY_ANON_SHARED},

@@ -33,27 +33,27 @@ struct Config {
   std::string socket_path = "/run/coredumpd/coredump.socket";  ///< where the kernel connects (@@PATH)
   std::string store_dir = "/var/lib/coredumpd";                ///< cores and index.sqlite
   /// Longest the crashing task may stay frozen before we ack (accept -> ack sent). The kernel has no
-  /// timeout of its own (spec §2.5), so this bound is ours to keep.
+  /// timeout of its own (docs/PROTOCOL.md §4.7), so this bound is ours to keep.
   std::chrono::milliseconds handshake_timeout{2000};
   /// Longest a core stream may stall between two reads before the dump is cut short.
   std::chrono::milliseconds stream_idle_timeout{30000};
   /// On SIGTERM, how long in-flight dumps may take to finish before the daemon exits anyway
   /// (they are then marked interrupted at the next start). Keep below systemd's TimeoutStopSec.
   std::chrono::milliseconds shutdown_grace{20000};
-  int listen_backlog = 4096;   ///< the kernel's connect is non-blocking: a full backlog loses dumps (spec §1.5)
+  int listen_backlog = 4096;   ///< the kernel's connect is non-blocking: a full backlog loses dumps (docs/PROTOCOL.md §2.4)
   int dump_workers = 64;       ///< threads draining core streams (blocked on the socket most of the time)
   /// Cores compressed at once (each may use compression.threads zstd workers). Default: one per CPU.
   int compression_jobs = default_parallelism();
   /// Dumps streaming at once beyond which a new crash gets `overload_action` instead of a core.
-  /// Each costs ~5 MiB of spool blocks (spool.h; peak RSS 15 MiB for one dump, 108 MiB for 20 at once,
-  /// bench 2026-12-02) plus zstd state while compressed; the kernel never waits for a free slot.
+  /// Each holds ~5 MiB of spool blocks (spool.h) plus zstd state while compressed, and the kernel
+  /// never waits for a free slot (bench/README.md, "Memory per dump in flight").
   int max_concurrent_dumps = 64;
   /// What a crash gets when max_concurrent_dumps is reached: MetadataOnly (a record without the
   /// core, USERSPACE mode) or Reject. Never a silent drop.
   Action overload_action = Action::MetadataOnly;
   int collector_threads = 2;   ///< threads reading /proc during handshakes
   CompressionOptions compression;
-  /// Value of COREDUMP_CLOSE_FILES on this host (RFC; not final, spec §3.4).
+  /// Value of COREDUMP_CLOSE_FILES on this host (RFC; not final, docs/PROTOCOL.md §6.4).
   std::uint64_t close_files_bit = protocol::COREDUMP_CLOSE_FILES_DEFAULT;
   /// Accept peers whose pidfd lacks PIDFD_COREDUMPED. For the fake-kernel tests only; command line only.
   bool allow_unverified_peers = false;
@@ -65,12 +65,13 @@ struct Config {
   bool accept_forwarded = false;
   /// The spool is written and read with O_DIRECT (spool.h), blocks the disk cannot take yet going
   /// through the page cache: the default, since on a VM whose free memory goes back to its host a
-  /// page-cache spool drained at half the kernel's rate. false: all through the page cache.
+  /// page-cache spool drained at half the kernel's rate (bench/README.md, "The spool bypasses the
+  /// page cache"). false: all through the page cache.
   bool spool_direct_io = true;
   /// Compress a core while it streams in (at SCHED_IDLE, reading the spool back from the disk) rather
-  /// than only once its stream has ended. Default: with 4 or more CPUs. On 2 vCPUs the kernel's emit
-  /// and the drain take both, and with the compressor beside them a 512 MiB heap core was released
-  /// at 1.57x the raw-drain server's time instead of 1.22x (bench/README.md, "Measured design choices").
+  /// than only once its stream has ended. Default: with 4 or more CPUs. On 2 CPUs the kernel's emit
+  /// and the drain take both, and a compressor beside them delays the task's release (bench/README.md,
+  /// "Compression after the stream on fewer than 4 CPUs").
   bool compress_while_streaming = default_parallelism() >= 4;
   /// A collector that loops (e.g. over thousands of fds) stops after this long.
   std::chrono::milliseconds collector_budget{500};
