@@ -442,7 +442,7 @@ class Coredumpd(Server):
 
     def settle(self):
         """A row is complete before the dump's last steps (retention; after the last dump of a burst,
-        malloc_trim(): daemon/dump/dump_job.cc): they get SETTLE_S, so that the CPU time counts them and
+        malloc_trim(): daemon/dump/compress_stage.cc): they get SETTLE_S, so that the CPU time counts them and
         the RSS read next is what the daemon keeps while idle."""
         time.sleep(SETTLE_S)
 

@@ -18,7 +18,7 @@ struct InfoField {
 };
 
 /// The fields describing `extra` (the JSON object the daemon stores with each dump; see
-/// daemon/handshake/session.cc and daemon/dump/dump_job.cc for its keys), in display order (the container and
+/// store/record_extras.h for its keys), in display order (the container and
 /// rule are shown by cmd_info itself): Negotiation, Timing, Threads, Signal Info, Open Files, Locks, Memory, Collector
 /// Errors, Environment, Vacuumed. Keys that are absent or of an unexpected type are skipped, never
 /// an error (old records, hostile JSON). Open files are listed up to `max_fds` (the rest counted).

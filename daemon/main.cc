@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   // daemon kept the memory of its last burst (bench/README.md, "Memory goes back to the system
   // after a burst"). A fixed threshold puts every
   // block of 1 MiB or more in a mapping of its own, unmapped when freed; the arenas hold the small
-  // ones, and the last dump of a burst trims them (dump_job.cc). Fixing the threshold also fixes
+  // ones, and the last dump of a burst trims them (daemon/dump/compress_stage.cc). Fixing the threshold also fixes
   // glibc's trim threshold at 128 KiB, so that free() would shrink and regrow the heaps all the
   // time (fresh pages, costly here: arena_pool.h); the explicit trim does that job instead.
   ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
