@@ -6,9 +6,17 @@
 // as described in docs/PROTOCOL.md §4–§6. All integers are host byte order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
-#if __has_include(<linux/coredump.h>)
+// <linux/coredump.h> (linux-libc-dev 6.17+) declares struct coredump_req/coredump_ack and the
+// COREDUMP_* constants at global scope, under the same names as ours below. Ours live in
+// coredumpd::protocol and are what the project uses: name them qualified (protocol::, or an alias
+// such as `namespace cp = coredumpd::protocol`), never through a file-scope `using namespace`,
+// which makes every such name ambiguous once the kernel's header is included anywhere.
+// COREDUMPD_HAVE_UAPI_* come from cmake/KernelHeaders.cmake (compile checks: the kernel declares
+// these names as enum constants, which #ifdef cannot see).
+#ifdef COREDUMPD_HAVE_UAPI_COREDUMP_H
 #include <linux/coredump.h>
 #endif
 
@@ -23,11 +31,11 @@ inline constexpr std::uint64_t COREDUMP_RECORDS = 1ULL << 4;       ///< NEXT: st
 inline constexpr std::uint64_t COREDUMP_SPARSE = 1ULL << 5;        ///< NEXT: holes as ZERO records
 inline constexpr std::uint64_t COREDUMP_MEMORY_TYPES = 1ULL << 6;  ///< NEXT: ack.memory_types applies
 
-/// COREDUMP_CLOSE_FILES (RFC v2, 2026-09-02). Its final value is not settled: the system header wins
-/// when it defines the flag, else the inferred next free bit (0x80, docs/PROTOCOL.md §6.4). The
-/// daemon's configuration may override it per host (see Config::close_files_bit).
-#ifdef COREDUMP_CLOSE_FILES
-inline constexpr std::uint64_t COREDUMP_CLOSE_FILES_DEFAULT = COREDUMP_CLOSE_FILES;
+/// COREDUMP_CLOSE_FILES (RFC v2, 2026-09-02). Its final value is not settled: the kernel's header
+/// wins when it declares the flag, else the inferred next free bit (0x80, docs/PROTOCOL.md §6.4).
+/// The daemon's configuration may override it per host (see Config::close_files_bit).
+#ifdef COREDUMPD_HAVE_UAPI_COREDUMP_CLOSE_FILES
+inline constexpr std::uint64_t COREDUMP_CLOSE_FILES_DEFAULT = static_cast<std::uint64_t>(::COREDUMP_CLOSE_FILES);
 #else
 inline constexpr std::uint64_t COREDUMP_CLOSE_FILES_DEFAULT = 1ULL << 7;
 #endif
@@ -89,5 +97,61 @@ inline constexpr std::uint64_t COREDUMP_MEMORY_HUGETLB_PRIVATE = 1ULL << 5;
 inline constexpr std::uint64_t COREDUMP_MEMORY_HUGETLB_SHARED = 1ULL << 6;
 inline constexpr std::uint64_t COREDUMP_MEMORY_DAX_PRIVATE = 1ULL << 7;
 inline constexpr std::uint64_t COREDUMP_MEMORY_DAX_SHARED = 1ULL << 8;
+
+// ---- Agreement with the kernel's header, where the build has one (see the top of this file) ----
+#ifdef COREDUMPD_HAVE_UAPI_COREDUMP_H
+/// What the kernel's header says as a std::uint64_t (its constants are of unnamed enum types).
+template <typename T>
+constexpr std::uint64_t uapi_value(T v) {
+  return static_cast<std::uint64_t>(v);
+}
+static_assert(uapi_value(::COREDUMP_KERNEL) == COREDUMP_KERNEL);
+static_assert(uapi_value(::COREDUMP_USERSPACE) == COREDUMP_USERSPACE);
+static_assert(uapi_value(::COREDUMP_REJECT) == COREDUMP_REJECT);
+static_assert(uapi_value(::COREDUMP_WAIT) == COREDUMP_WAIT);
+static_assert(uapi_value(::COREDUMP_REQ_SIZE_VER0) == COREDUMP_REQ_SIZE_VER0);
+static_assert(uapi_value(::COREDUMP_ACK_SIZE_VER0) == COREDUMP_ACK_SIZE_VER0);
+#ifdef COREDUMPD_HAVE_UAPI_COREDUMP_RECORDS
+static_assert(uapi_value(::COREDUMP_RECORDS) == COREDUMP_RECORDS);
+#endif
+#ifdef COREDUMPD_HAVE_UAPI_COREDUMP_SPARSE
+static_assert(uapi_value(::COREDUMP_SPARSE) == COREDUMP_SPARSE);
+#endif
+#ifdef COREDUMPD_HAVE_UAPI_COREDUMP_MEMORY_TYPES
+static_assert(uapi_value(::COREDUMP_MEMORY_TYPES) == COREDUMP_MEMORY_TYPES);
+#endif
+#ifdef COREDUMPD_HAVE_UAPI_COREDUMP_REQ_SIZE_VER1
+static_assert(uapi_value(::COREDUMP_REQ_SIZE_VER1) == COREDUMP_REQ_SIZE_VER1);
+#endif
+#ifdef COREDUMPD_HAVE_UAPI_COREDUMP_ACK_SIZE_VER1
+static_assert(uapi_value(::COREDUMP_ACK_SIZE_VER1) == COREDUMP_ACK_SIZE_VER1);
+#endif
+
+// The kernel's structs are the newest version it has published: a prefix of ours (VER0 or VER1),
+// with the fields both know at the same offsets.
+static_assert(sizeof(::coredump_req) == COREDUMP_REQ_SIZE_VER0 || sizeof(::coredump_req) == COREDUMP_REQ_SIZE_VER1);
+static_assert(sizeof(::coredump_ack) == COREDUMP_ACK_SIZE_VER0 || sizeof(::coredump_ack) == COREDUMP_ACK_SIZE_VER1);
+static_assert(offsetof(::coredump_req, size) == offsetof(coredump_req, size));
+static_assert(offsetof(::coredump_req, size_ack) == offsetof(coredump_req, size_ack));
+static_assert(offsetof(::coredump_req, mask) == offsetof(coredump_req, mask));
+static_assert(offsetof(::coredump_ack, size) == offsetof(coredump_ack, size));
+static_assert(offsetof(::coredump_ack, spare) == offsetof(coredump_ack, spare));
+static_assert(offsetof(::coredump_ack, mask) == offsetof(coredump_ack, mask));
+#ifdef COREDUMPD_HAVE_UAPI_COREDUMP_REQ_SIZE_VER1
+static_assert(offsetof(::coredump_req, memory_types) == offsetof(coredump_req, memory_types));
+static_assert(offsetof(::coredump_req, memory_types_mask) == offsetof(coredump_req, memory_types_mask));
+#endif
+#ifdef COREDUMPD_HAVE_UAPI_COREDUMP_ACK_SIZE_VER1
+static_assert(offsetof(::coredump_ack, memory_types) == offsetof(coredump_ack, memory_types));
+#endif
+
+// enum coredump_mark: the same values, and a u32 on the wire.
+static_assert(uapi_value(::COREDUMP_MARK_REQACK) == static_cast<std::uint32_t>(Marker::REQACK));
+static_assert(uapi_value(::COREDUMP_MARK_MINSIZE) == static_cast<std::uint32_t>(Marker::MINSIZE));
+static_assert(uapi_value(::COREDUMP_MARK_MAXSIZE) == static_cast<std::uint32_t>(Marker::MAXSIZE));
+static_assert(uapi_value(::COREDUMP_MARK_UNSUPPORTED) == static_cast<std::uint32_t>(Marker::UNSUPPORTED));
+static_assert(uapi_value(::COREDUMP_MARK_CONFLICTING) == static_cast<std::uint32_t>(Marker::CONFLICTING));
+static_assert(sizeof(::coredump_mark) == MARKER_SIZE);
+#endif
 
 }  // namespace coredumpd::protocol

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it, on a fresh Debian 12 machine as root:
 #   1. dependencies, the asan preset (ASan+UBSan, -Werror), every target, then ctest;
-#   2. the threaded tests under ThreadSanitizer (scripts/tsan.sh);
-#   3. every libFuzzer target for FUZZ_SECONDS (default 60) each, after its regressions (scripts/fuzz.sh).
+#   2. a build against Debian's newest linux-libc-dev (6.17+ <linux/coredump.h>), unpacked privately,
+#      and its unit tests (scripts/newer-headers.sh; needs the Debian archive);
+#   3. the threaded tests under ThreadSanitizer (scripts/tsan.sh);
+#   4. every libFuzzer target for FUZZ_SECONDS (default 60) each, after its regressions (scripts/fuzz.sh).
 # Real-kernel tests need root and Linux 6.17+ (they skip otherwise, saying why) and serialise
 # themselves through /run/lock/coredumpd-core_pattern.lock, so -j2 is safe.
 # Usage: scripts/test.sh [extra ctest arguments, e.g. -L systemd or -R notify]
-# With ctest arguments, or SKIP_TSAN=1 / SKIP_FUZZ=1, the later stages are left out (quick local runs).
+# With ctest arguments, or SKIP_NEWER_HEADERS=1 / SKIP_TSAN=1 / SKIP_FUZZ=1, the later stages are left
+# out (quick local runs; SKIP_NEWER_HEADERS=1 also where the Debian archive cannot be reached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +24,12 @@ rc=0
 ctest --preset asan -j2 --timeout 900 "$@" 2>&1 | tee "$log" || rc=$?  # pipefail: ctest's status
 
 verdicts=("ctest (asan): $( ((rc == 0)) && echo passed || echo "FAILED (exit $rc)")")
+if (($# == 0)) && [[ ${SKIP_NEWER_HEADERS:-0} != 1 ]]; then
+  nrc=0
+  scripts/newer-headers.sh || nrc=$?
+  verdicts+=("newer kernel headers: $( ((nrc == 0)) && echo passed || echo FAILED)")
+  ((nrc == 0)) || rc=1
+fi
 if (($# == 0)) && [[ ${SKIP_TSAN:-0} != 1 ]]; then
   trc=0
   TSAN_SKIP_DEPS=1 scripts/tsan.sh || trc=$?

@@ -88,7 +88,7 @@ nlohmann::json probe_kernel(const std::string& store_dir, std::uint64_t close_fi
   out["pidfd"] = probe_pidfd();
   out["close_files_bit"] = close_files_bit;
   out["close_files_bit_default"] = protocol::COREDUMP_CLOSE_FILES_DEFAULT;
-#ifdef COREDUMP_CLOSE_FILES
+#ifdef COREDUMPD_HAVE_UAPI_COREDUMP_CLOSE_FILES  // cmake/KernelHeaders.cmake: an enum constant, not a macro
   out["close_files_bit_source"] = "<linux/coredump.h>";
 #else
   out["close_files_bit_source"] = "spec inference (RFC value not final)";
