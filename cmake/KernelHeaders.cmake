@@ -8,7 +8,8 @@
 # them; compile checks do. Each one found becomes a definition for every target:
 #   COREDUMPD_HAVE_UAPI_COREDUMP_H             the header exists (protocol/wire.h includes it and
 #                                              checks its values against ours)
-#   COREDUMPD_HAVE_UAPI_<NAME>                 for each optional name below that the header declares
+#   COREDUMPD_HAVE_UAPI_COREDUMP_CLOSE_FILES   COREDUMP_CLOSE_FILES is declared (RFC, not in 7.3)
+#   COREDUMPD_HAVE_UAPI_COREDUMP_REQ_SIZE_VER1 the VER1 series is (linux-next, not in 7.3)
 include_guard(GLOBAL)
 include(CheckCXXSourceCompiles)
 
@@ -30,11 +31,15 @@ if(COREDUMPD_KERNEL_HEADERS)
   message(STATUS "Kernel uapi headers: ${COREDUMPD_KERNEL_HEADERS}")
 endif()
 
+# Names the spec expects from later kernels: CLOSE_FILES (an RFC; its value is taken from the header
+# when declared) and REQ_SIZE_VER1, which stands for the linux-next series that brings the VER1
+# structs with RECORDS, SPARSE and MEMORY_TYPES (protocol/wire.h checks them all against ours).
+set(_coredumpd_uapi_optional COREDUMP_CLOSE_FILES COREDUMP_REQ_SIZE_VER1)
+
 # The checks' results are cached; a different header directory must run them again.
 if(NOT "${COREDUMPD_KERNEL_HEADERS}" STREQUAL "${_COREDUMPD_CHECKED_KERNEL_HEADERS}")
   unset(COREDUMPD_HAVE_UAPI_COREDUMP_H CACHE)
-  foreach(_name IN ITEMS COREDUMP_CLOSE_FILES COREDUMP_RECORDS COREDUMP_SPARSE COREDUMP_MEMORY_TYPES
-                         COREDUMP_REQ_SIZE_VER1 COREDUMP_ACK_SIZE_VER1)
+  foreach(_name IN LISTS _coredumpd_uapi_optional)
     unset(COREDUMPD_HAVE_UAPI_${_name} CACHE)
   endforeach()
   set(_COREDUMPD_CHECKED_KERNEL_HEADERS "${COREDUMPD_KERNEL_HEADERS}" CACHE INTERNAL "")
@@ -49,10 +54,7 @@ int main() { return sizeof(struct coredump_req) >= 16 && sizeof(struct coredump_
 set(_coredumpd_uapi_found)
 if(COREDUMPD_HAVE_UAPI_COREDUMP_H)
   add_compile_definitions(COREDUMPD_HAVE_UAPI_COREDUMP_H=1)
-  # Names the spec expects from later kernels (RFCs, linux-next): each is checked against ours once
-  # a kernel header declares it.
-  foreach(_name IN ITEMS COREDUMP_CLOSE_FILES COREDUMP_RECORDS COREDUMP_SPARSE COREDUMP_MEMORY_TYPES
-                         COREDUMP_REQ_SIZE_VER1 COREDUMP_ACK_SIZE_VER1)
+  foreach(_name IN LISTS _coredumpd_uapi_optional)
     check_cxx_source_compiles("
 #include <linux/coredump.h>
 int main() { unsigned long long v = ${_name}; return v == 0; }
@@ -62,7 +64,11 @@ int main() { unsigned long long v = ${_name}; return v == 0; }
       list(APPEND _coredumpd_uapi_found ${_name})
     endif()
   endforeach()
-  message(STATUS "<linux/coredump.h>: found; optional names declared: ${_coredumpd_uapi_found}")
+  if(NOT _coredumpd_uapi_found)
+    set(_coredumpd_uapi_found "none")
+  endif()
+  list(JOIN _coredumpd_uapi_found ", " _coredumpd_uapi_found)
+  message(STATUS "<linux/coredump.h>: found; optional names it declares: ${_coredumpd_uapi_found}")
 else()
   message(STATUS "<linux/coredump.h>: not found (linux-libc-dev older than 6.17); protocol/wire.h stands alone")
 endif()

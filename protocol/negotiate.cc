@@ -7,25 +7,14 @@
 
 namespace coredumpd::protocol {
 
-std::string_view mode_name(Mode mode) {
-  switch (mode) {
-    case Mode::Kernel: return "kernel";
-    case Mode::Userspace: return "userspace";
-    case Mode::Reject: return "reject";
-  }
-  return "?";
-}
-
-std::string_view flag_outcome_name(FlagOutcome outcome) {
-  switch (outcome) {
-    case FlagOutcome::NotOffered: return "not offered";
-    case FlagOutcome::DeclinedByPolicy: return "declined by policy";
-    case FlagOutcome::Granted: return "granted";
-  }
-  return "?";
-}
-
 namespace {
+
+/// The name at `value`'s position in `names` (the enums are dense from 0), "?" outside them.
+template <typename Enum, std::size_t N>
+std::string_view name_of(Enum value, const std::array<std::string_view, N>& names) {
+  const auto i = static_cast<std::size_t>(value);
+  return i < N ? names[i] : "?";
+}
 
 std::string hex(std::uint64_t v) {
   char buf[19] = "0x";
@@ -52,6 +41,18 @@ FlagOutcome decide(std::uint64_t offered, std::uint64_t bit, bool want, std::uin
 }
 
 }  // namespace
+
+std::string_view mode_name(Mode mode) {
+  static constexpr std::array<std::string_view, 3> kNames{"kernel", "userspace", "reject"};
+  static_assert(static_cast<std::size_t>(Mode::Reject) + 1 == kNames.size());
+  return name_of(mode, kNames);
+}
+
+std::string_view flag_outcome_name(FlagOutcome outcome) {
+  static constexpr std::array<std::string_view, 3> kNames{"not offered", "declined by policy", "granted"};
+  static_assert(static_cast<std::size_t>(FlagOutcome::Granted) + 1 == kNames.size());
+  return name_of(outcome, kNames);
+}
 
 std::optional<Negotiation> negotiate(const coredump_req& req, const Wants& wants,
                                      std::uint64_t close_files_bit, std::string& error) {

@@ -46,7 +46,8 @@ version=
 for v in $(apt-cache "${opts[@]}" show linux-libc-dev 2>/dev/null | awk '/^Version:/ {print $2}'); do
   if [[ -z $version ]] || dpkg --compare-versions "$v" gt "$version"; then version=$v; fi
 done
-[[ -n $version ]] || { echo "fetch-kernel-headers: no linux-libc-dev in $mirror sid/experimental/trixie-backports" >&2; exit 1; }
+[[ -n $version ]] ||
+  { echo "fetch-kernel-headers: no linux-libc-dev in $mirror sid/experimental/trixie-backports" >&2; exit 1; }
 
 if [[ $(cat "$dir/root.version" 2>/dev/null) != "$version" || ! -f $dir/root/usr/include/linux/coredump.h ]]; then
   deb=$(find "$dir/debs" -name "linux-libc-dev_${version//:/%3a}_*.deb" | head -n1)

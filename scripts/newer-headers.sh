@@ -37,7 +37,8 @@ grep -E 'uapi|coredump\.h' "$tree.configure.log" || true
 grep -q '^COREDUMPD_HAVE_UAPI_COREDUMP_H:INTERNAL=1$' "$tree/CMakeCache.txt" ||
   { echo "newer-headers: FAILED: <linux/coredump.h> not found in $include"; exit 1; }
 
-cmake --build "$tree" ${NEWER_HEADERS_JOBS:+-j "$NEWER_HEADERS_JOBS"} || { echo "newer-headers: FAILED: build"; exit 1; }
+cmake --build "$tree" ${NEWER_HEADERS_JOBS:+-j "$NEWER_HEADERS_JOBS"} ||
+  { echo "newer-headers: FAILED: build"; exit 1; }
 ctest --test-dir "$tree" -L unit -j2 --timeout 300 --output-on-failure >"$tree.ctest.log" 2>&1 ||
   { tail -n 40 "$tree.ctest.log"; echo "newer-headers: FAILED: unit tests ($tree.ctest.log)"; exit 1; }
 grep -E 'tests passed|tests failed' "$tree.ctest.log" || true
