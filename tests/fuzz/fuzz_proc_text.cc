@@ -18,6 +18,7 @@
 #include "daemon/proc/collect.h"
 #include "store/dump_record.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "util/text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
