@@ -2,9 +2,13 @@
 
 #include <sys/statvfs.h>
 
+#include <cstring>
+
 #include "store/record_extras.h"
 
 namespace coredumpd {
+
+std::string errno_text(int err) { return std::strerror(err); }
 
 namespace {
 

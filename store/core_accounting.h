@@ -31,6 +31,9 @@ std::string group_key(GroupKind k, const RowSummary& r);
 
 /// True if `r` currently holds a core in the store as far as the index knows: state Complete or
 /// Truncated and a non-empty path. Only such dumps count towards usage and can be vacuumed.
+/// strerror(err) as a string, for the messages of vacuum and verify.
+std::string errno_text(int err);
+
 bool holds_core(const DumpRecord& r);
 /// The same for a row summary.
 bool holds_core(const RowSummary& r);

@@ -19,10 +19,6 @@ namespace coredumpd {
 
 namespace {
 
-std::string errno_text(int err) {
-  return std::strerror(err);
-}
-
 constexpr std::size_t kKinds = std::size(kGroupKinds);
 // How often keep_free re-measures the filesystem after its estimate says the limit holds.
 constexpr int kMaxRemeasures = 3;

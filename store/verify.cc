@@ -23,10 +23,6 @@ namespace coredumpd {
 
 namespace {
 
-std::string errno_text(int err) {
-  return std::strerror(err);
-}
-
 std::string file_type_name(mode_t mode) {
   if (S_ISLNK(mode)) return "a symlink";
   if (S_ISDIR(mode)) return "a directory";

@@ -28,6 +28,9 @@
 
 namespace coredumpd {
 
+/// An optional setting as JSON: its value, or null when unset (--check-config's form).
+inline nlohmann::json optional_json(const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
 /// Throws ConfigError "<origin>: <key>: <reason>".
 [[noreturn]] void config_error(const std::string& origin, const std::string& key, const std::string& reason);
 

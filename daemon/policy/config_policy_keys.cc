@@ -17,7 +17,6 @@ constexpr std::string_view kActions[] = {"store", "reject", "metadata-only", "fo
 constexpr std::string_view kOverSize[] = {"truncate", "reject"};
 constexpr std::string_view kNamespaces[] = {"cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"};
 
-json optional_json(const auto& v) { return v ? json(*v) : json(nullptr); }
 
 std::uint64_t memory_types_of(const KeyValue& v) {
   if (v.value.is_number_integer()) return static_cast<std::uint64_t>(v.integer(0, 0x1FF));

@@ -61,7 +61,6 @@ std::string percent_text(double p) {
   return s + "%";
 }
 
-json optional_json(const auto& v) { return v ? json(*v) : json(nullptr); }
 
 // A size limit (a std::optional<std::uint64_t> field `M`); null clears it.
 template <auto M>
