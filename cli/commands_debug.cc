@@ -111,13 +111,12 @@ int run_and_wait(const std::vector<std::string>& argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-/// Decompresses the core of `r` into a new file in temp_dir(), closed and ready to read; the file is
-/// removed when the returned object is destroyed.
+/// Decompresses the core of `r` into a new sparse file in temp_dir(), closed and ready to read; the
+/// file is removed when the returned object is destroyed, or when SIGINT, SIGTERM or SIGHUP kill
+/// dumpctl (while the debugger runs, SIGINT and SIGQUIT are the debugger's and are ignored here).
 std::unique_ptr<TempFile> decompress_to_temp(const std::string& store, const DumpRecord& r) {
   auto copy = std::make_unique<TempFile>(temp_dir(), "dumpctl-core-");
-  const std::string shown = escape_for_display(copy->path());
-  extract_core(store, r, [&](const char* p, std::size_t n) { write_all(copy->fd(), p, n, shown); });
-  copy->close();
+  write_core_sparse(store, r, *copy);  // holes for zero runs: untouched memory costs no disk
   return copy;
 }
 

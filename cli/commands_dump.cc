@@ -46,7 +46,8 @@ void write_to_special(const std::string& store, const DumpRecord& r, const std::
   extract_core(store, r, [&](const char* p, std::size_t n) { write_all(fd.get(), p, n, shown); });
 }
 
-/// Writes the core to a regular file: a temporary file next to it, renamed into place on success.
+/// Writes the core to a regular file: a temporary file next to it (sparse where the core has zero
+/// blocks), renamed into place on success.
 void write_to_file(const std::string& store, const DumpRecord& r, const std::string& output) {
   const std::string target = resolve_target(output);
   struct stat sb {};
@@ -56,8 +57,7 @@ void write_to_file(const std::string& store, const DumpRecord& r, const std::str
     return;
   }
   TempFile tmp(dir_of(target), ".dumpctl-");
-  const std::string shown = escape_for_display(tmp.path());
-  extract_core(store, r, [&](const char* p, std::size_t n) { write_all(tmp.fd(), p, n, shown); });
+  write_core_sparse(store, r, tmp);  // holes for zero runs; removed on error and on SIGINT/TERM/HUP
   tmp.rename_to(target);
 }
 

@@ -7,6 +7,7 @@
 #include "cli/info_details.h"
 #include "cli/json_output.h"
 #include "cli/match.h"
+#include "cli/short_id.h"
 #include "store/index.h"
 #include "store/record_extras.h"
 #include "util/text.h"
@@ -114,7 +115,9 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
   if (!warning.empty()) io.err << "dumpctl: warning: " << warning << '\n';
 
   if (o.json) {
-    print_json(to_json(r), io);
+    auto j = to_json(r);
+    j["short_id"] = ShortIds(ids_of(records)).of(r.id);  // what `list` shows for it
+    print_json(j, io);
     return 0;
   }
 

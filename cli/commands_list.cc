@@ -7,14 +7,13 @@
 #include "cli/format.h"
 #include "cli/json_output.h"
 #include "cli/record_container.h"
+#include "cli/short_id.h"
 #include "store/index.h"
 #include "util/text.h"
 
 namespace coredumpd::cli {
 
 namespace {
-
-constexpr std::size_t kIdColumnChars = 12;
 
 enum class Align { Left, Right };
 
@@ -46,7 +45,7 @@ std::int64_t parse_bound(const std::optional<std::string>& spec, const char* opt
   return *t;
 }
 
-Row make_row(const std::string& store, const DumpRecord& r) {
+Row make_row(const std::string& store, const DumpRecord& r, const ShortIds& short_ids) {
   const CoreStatus status = core_status(store, r);
   const bool has_file = status == CoreStatus::Present || status == CoreStatus::Truncated;
   // The exe path, or the comm in brackets when the exe is unknown (kernel threads, early exits).
@@ -55,7 +54,7 @@ Row make_row(const std::string& store, const DumpRecord& r) {
                                             : "-";
   return Row{
       format_timestamp(r.timestamp_us, false),
-      escape_for_display(r.id.substr(0, kIdColumnChars)),
+      escape_for_display(short_ids.of(r.id)),
       std::to_string(r.pid),
       r.uid >= 0 ? std::to_string(r.uid) : "-",
       r.signal ? signal_name(*r.signal) : "-",
@@ -103,6 +102,13 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
   const Index index(g.store, /*writable=*/false);
   // --container: the index narrows the rows (container_key column), the match below decides.
   std::vector<DumpRecord> records = o.container ? index.list_container_candidates(*o.container) : index.list();
+  // Ids are shortened against the whole store, since `info` resolves a prefix against all of it.
+  const ShortIds short_ids = [&] {
+    if (!o.container) return ShortIds(ids_of(records));
+    std::vector<std::string> all;
+    for (auto& s : index.list_summaries()) all.push_back(std::move(s.id));
+    return ShortIds(std::move(all));
+  }();
   std::erase_if(records, [&](const DumpRecord& r) {
     return (since && r.timestamp_us < *since) || (until && r.timestamp_us > *until) ||
            (o.container && !record_in_container(r, *o.container));
@@ -114,6 +120,7 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
     for (const auto& r : records) {
       auto j = to_json(r);
       j["container"] = record_container(r);
+      j["short_id"] = short_ids.of(r.id);
       arr.push_back(std::move(j));
     }
     print_json(arr, io);
@@ -125,7 +132,7 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
   }
   std::vector<Row> rows;
   rows.reserve(records.size());
-  for (const auto& r : records) rows.push_back(make_row(g.store, r));
+  for (const auto& r : records) rows.push_back(make_row(g.store, r, short_ids));
   print_table(rows, io.out);
   return io.out ? 0 : 1;
 }

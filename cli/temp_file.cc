@@ -6,11 +6,14 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "cli/core_file.h"
 #include "cli/dumpctl.h"
 #include "cli/format.h"
+#include "cli/sparse_writer.h"
 #include "util/text.h"
 
 namespace coredumpd::cli {
@@ -22,12 +25,15 @@ TempFile::TempFile(const std::string& dir, const std::string& prefix) {
   name += prefix + "XXXXXX";
   std::vector<char> buf(name.begin(), name.end());
   buf.push_back('\0');
+  // Signals wait until the file is registered for removal: none can strike between the two.
+  const BlockCleanupSignals blocked;
   fd_.reset(::mkostemp(buf.data(), O_CLOEXEC));
   if (!fd_) {
     throw DumpctlError("cannot create a temporary file in " + escape_for_display(dir) + ": " +
                        std::strerror(errno));
   }
   path_ = buf.data();
+  on_signal_ = std::make_unique<SignalCleanup>(path_.c_str());
 }
 
 TempFile::~TempFile() {
@@ -47,7 +53,21 @@ void TempFile::rename_to(const std::string& target) {
     throw DumpctlError("cannot rename " + escape_for_display(path_) + " to " +
                        escape_for_display(target) + ": " + std::strerror(errno));
   }
+  // After the rename: a signal in between unlinks a name that no longer exists, which is harmless.
+  on_signal_->release();
   owned_ = false;
+}
+
+std::uint64_t write_core_sparse(const std::string& store, const DumpRecord& r, TempFile& file) {
+  const bool stall = std::getenv(kTestStallEnv) != nullptr;
+  SparseWriter out(file.fd(), escape_for_display(file.path()));
+  extract_core(store, r, [&](const char* p, std::size_t n) {
+    out.write(p, n);
+    while (stall) ::pause();  // test only (kTestStallEnv): wait to be killed mid-write
+  });
+  out.finish();
+  file.close();
+  return out.size();
 }
 
 }  // namespace coredumpd::cli

@@ -1,14 +1,20 @@
-// A uniquely named file that is removed unless kept: partial outputs never survive an error.
+// A uniquely named file that is removed unless kept: partial outputs never survive an error, nor
+// SIGINT, SIGTERM or SIGHUP.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 
+#include "cli/signal_cleanup.h"
+#include "store/dump_record.h"
 #include "util/unique_fd.h"
 
 namespace coredumpd::cli {
 
 /// A new, empty file created with mkostemp (mode 0600, O_CLOEXEC) from `dir` and a name prefix.
-/// The destructor closes the descriptor and unlinks the file unless release() was called.
+/// The destructor closes the descriptor and unlinks the file unless rename_to() moved it; while it
+/// lives, SIGINT, SIGTERM and SIGHUP remove it too (SignalCleanup).
 class TempFile {
  public:
   /// Creates `<dir>/<prefix>XXXXXX`. Throws DumpctlError if it cannot be created.
@@ -30,6 +36,17 @@ class TempFile {
   std::string path_;
   UniqueFd fd_;
   bool owned_ = true;
+  std::unique_ptr<SignalCleanup> on_signal_;
 };
+
+/// Environment variable, for tests only: when set (to anything), write_core_sparse() stops after
+/// its first write and waits for a signal, so a test can interrupt a write in progress. Never set
+/// it otherwise: dumpctl then never finishes.
+inline constexpr const char* kTestStallEnv = "DUMPCTL_TEST_STALL_AFTER_FIRST_WRITE";
+
+/// Streams the record's core (extract_core()) into `file`, which must be new and empty, with holes
+/// for zero blocks (SparseWriter), and closes it. Returns the core's size in bytes. Throws
+/// DumpctlError.
+std::uint64_t write_core_sparse(const std::string& store, const DumpRecord& r, TempFile& file);
 
 }  // namespace coredumpd::cli
