@@ -27,6 +27,7 @@
 #include "cli/core_file.h"
 #include "cli/info_details.h"
 #include "cli/format.h"
+#include "cli/short_id.h"
 #include "daemon/policy/container.h"
 #include "store/index.h"
 #include "tests/unit/store_test_files.h"
@@ -1026,3 +1027,127 @@ TEST(InfoDetails, SummarisesTheCollectedMetadata) {
   ASSERT_EQ(fds.size(), 1u);
   EXPECT_NE(fds[0].value.find("... 8 more"), std::string::npos) << fds[0].value;
 }
+
+namespace coredumpd::cli {
+namespace {
+
+// ---- short ids (issue 20 item 8) ------------------------------------------------------------
+
+// Ids of a burst: the same timestamp half (the daemon's first 16 hex digits), random tails; two
+// tails share 6 more digits. `list` shows each id as its shortest unambiguous prefix (>= 12 chars),
+// --json says the same, and `info` resolves every shown prefix to its own record.
+TEST_F(DumpctlTest, ListShowsPrefixesThatInfoResolvesInABurst) {
+  std::vector<std::string> ids;
+  std::mt19937_64 rng(20);
+  for (int n = 0; n < 29; ++n) {
+    char tail[17];
+    std::snprintf(tail, sizeof tail, "%016llx", static_cast<unsigned long long>(rng()));
+    ids.push_back(std::string("00065b3c2d1e0f00") + tail);
+  }
+  ids[1] = ids[0].substr(0, 22) + "0123456789";  // shares 22 characters with ids[0]
+  for (int n = 0; n < 29; ++n) {
+    DumpRecord r = record(n, 1000 + n, DumpState::MetadataOnly);
+    r.id = ids[static_cast<std::size_t>(n)];
+    insert(r);
+  }
+  add(40, 5000, "x");  // an id of another time: 12 characters tell it apart
+
+  const Result json = run({"list", "--json"});
+  ASSERT_EQ(json.rc, 0) << json.err;
+  const Result table = run({"list"});
+  ASSERT_EQ(table.rc, 0) << table.err;
+  for (const auto& j : nlohmann::json::parse(json.out)) {
+    const std::string id = j["id"].get<std::string>();
+    const std::string shown = j["short_id"].get<std::string>();
+    ASSERT_EQ(id.rfind(shown, 0), 0U) << shown << " is not a prefix of " << id;
+    EXPECT_NE(table.out.find(" " + shown + " "), std::string::npos) << shown << "\n" << table.out;
+    // It resolves to its record, and one character less would not (unless at the minimum).
+    const Result info = run({"info", "--json", shown});
+    ASSERT_EQ(info.rc, 0) << info.err;
+    const auto ij = nlohmann::json::parse(info.out);
+    EXPECT_EQ(ij["id"], id);
+    EXPECT_EQ(ij["short_id"], shown);
+    if (shown.size() > 12) {
+      const Result shorter = run({"info", shown.substr(0, shown.size() - 1)});
+      EXPECT_NE(shorter.err.find("ambiguous"), std::string::npos) << shorter.err;
+    } else {
+      EXPECT_EQ(shown.size(), 12U);
+    }
+  }
+  // The 12 characters the old `list` showed are ambiguous for the burst.
+  EXPECT_NE(run({"info", ids[5].substr(0, 12)}).err.find("ambiguous"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(run({"info", "--json", make_id(40)}).out)["short_id"],
+            make_id(40).substr(0, 12));
+  // ids[0] and ids[1] need 23 characters, the rest of the burst 17 or more.
+  EXPECT_EQ(nlohmann::json::parse(run({"info", "--json", ids[1]}).out)["short_id"], ids[1].substr(0, 23));
+}
+
+// `list --container` filters the rows but shortens ids against the whole store, since `info`
+// resolves against all of it.
+TEST_F(DumpctlTest, FilteredListShortensAgainstTheWholeStore) {
+  DumpRecord a = record(1, 100, DumpState::MetadataOnly);
+  a.id = "0006aaaaaaaaaaaa1111111111111111";
+  ContainerInfo docker;
+  docker.runtime = Runtime::Docker;
+  docker.id = "0123456789abcdef" + std::string(48, 'e');
+  docker.in_container = true;
+  a.extra["container"] = to_json(docker);
+  a.container_key = container_key(docker);
+  insert(a);
+  DumpRecord b = record(2, 200, DumpState::MetadataOnly);
+  b.id = "0006aaaaaaaaaaaa2222222222222222";
+  insert(b);
+  const Result res = run({"list", "--json", "--container", *a.container_key});
+  ASSERT_EQ(res.rc, 0) << res.err;
+  const auto j = nlohmann::json::parse(res.out);
+  ASSERT_EQ(j.size(), 1U) << res.out;
+  EXPECT_EQ(j[0]["short_id"], "0006aaaaaaaaaaaa1");
+}
+
+// ---- holes for zero runs (issue 20 item 9) -------------------------------------------------
+
+// A 64 MiB core of zeros with a little data: `dump -o` and `debug`'s temporary copy have its size
+// but take the disk of its data only; standard output gets every byte.
+TEST_F(DumpctlTest, DumpAndDebugWriteZeroRunsAsHoles) {
+  std::string core(64 * 1024 * 1024, '\0');
+  const std::string head = pseudo_core(64 * 1024, 3);
+  core.replace(0, head.size(), head);
+  core[40 * 1024 * 1024 + 17] = 'x';
+  add(1, 1, core);
+  const std::string file = out_dir_ + "/core1";
+  const Result res = run({"dump", make_id(1), "-o", file});
+  ASSERT_EQ(res.rc, 0) << res.err;
+  EXPECT_TRUE(read_file(file) == core);
+  struct stat sb {};
+  ASSERT_EQ(::stat(file.c_str(), &sb), 0);
+  EXPECT_EQ(static_cast<std::size_t>(sb.st_size), core.size());
+  EXPECT_LT(static_cast<std::uint64_t>(sb.st_blocks) * 512, 4U * 1024 * 1024) << "not sparse";
+  EXPECT_TRUE(run({"dump", make_id(1)}).out == core);
+
+  // The "debugger" reports the copy's size and allocated KiB (du), and fails if it differs.
+  const std::string seen = out_dir_ + "/seen";
+  const Result dbg = run({"debug", make_id(1), "--debugger", "/bin/sh", "--", "-c",
+                          "for a; do p=$a; done; stat -c %s \"$p\" > '" + seen + "'; du -k \"$p\" | cut -f1 >> '" +
+                              seen + "'",
+                          "sh"});
+  ASSERT_EQ(dbg.rc, 0) << dbg.err;
+  const auto l = lines(read_file(seen));
+  ASSERT_EQ(l.size(), 2U) << read_file(seen);
+  EXPECT_EQ(l[0], std::to_string(core.size()));
+  EXPECT_LT(std::stoul(l[1]), 4096U) << "KiB allocated to the debugger's copy";
+  EXPECT_TRUE(fs::is_empty(tmp_dir_));
+}
+
+TEST(DumpctlShortIds, ShortestUniquePrefixOfAtLeastTwelve) {
+  const ShortIds s({"aaaaaaaaaaaaaaaa01", "aaaaaaaaaaaaaaaa02", "aaaaaaaaaaaaab", "b", "bbbbbbbbbbbbbbbbbbbb",
+                    "bbbbbbbbbbbbbbbbbbbb"});
+  EXPECT_EQ(s.of("aaaaaaaaaaaaaaaa01"), "aaaaaaaaaaaaaaaa01");  // differs from its neighbour at 18
+  EXPECT_EQ(s.of("aaaaaaaaaaaaab"), "aaaaaaaaaaaaab");          // differs at 14
+  EXPECT_EQ(s.of("bbbbbbbbbbbbbbbbbbbb"), "bbbbbbbbbbbb");      // a duplicate is not a rival
+  EXPECT_EQ(s.of("b"), "b");                                    // shorter than 12: all of it
+  EXPECT_EQ(s.of("cccccccccccccccccc"), "cccccccccccc");        // not in the set
+  EXPECT_EQ(ShortIds({}).of("0123456789abcdef"), "0123456789ab");
+}
+
+}  // namespace
+}  // namespace coredumpd::cli
