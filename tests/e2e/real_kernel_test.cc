@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -102,6 +104,25 @@ TEST_F(RealKernel, ZeroMemoryIsStoredInNextToNothingAndComesBackWhole) {
   ASSERT_EQ(bytes.size(), rec->core_size);
   const auto nonzero = static_cast<std::size_t>(std::count_if(bytes.begin(), bytes.end(), [](char c) { return c != 0; }));
   EXPECT_LT(nonzero, 16u << 20) << "the 64 MiB came back as zeros";
+}
+
+// 2 GiB of anonymous memory mapped but never touched, but for a page per 256 MiB: the kernel sends
+// the untouched pages as literal zeros (a socket cannot seek), and `dumpctl dump -o` writes them
+// back as holes, so the output has the core's size but only the disk of its data.
+TEST_F(RealKernel, MostlyUntouchedMemoryComesBackAsASparseFile) {
+  pid_t pid = 0;
+  const auto rec = complete_dump_of_crash({"--mode", "segv", "--touch-mib", "2048", "--fill", "untouched"}, &pid);
+  ASSERT_TRUE(rec);
+  EXPECT_GT(rec->core_size, 2048u << 20) << "the kernel left the untouched memory out of the core";
+  const auto out = dumped_core_of(*rec, pid, SIGSEGV);
+  ASSERT_TRUE(out);
+  struct stat sb {};
+  ASSERT_EQ(::stat(out->c_str(), &sb), 0);
+  const auto allocated = static_cast<std::uint64_t>(sb.st_blocks) * 512;
+  std::printf("core %llu bytes (stored %llu, %s); dump -o allocated %llu bytes\n",
+              static_cast<unsigned long long>(rec->core_size), static_cast<unsigned long long>(rec->stored_size),
+              rec->compression.c_str(), static_cast<unsigned long long>(allocated));
+  EXPECT_LT(allocated, 64u << 20) << "dump -o wrote the zero runs instead of leaving holes";
 }
 
 // A core of 64 MiB of random memory is not worth compressing: the spool becomes the stored core,

@@ -1,10 +1,11 @@
 // crasher: a program that dies with a core dump in a chosen way. Used by the real-kernel tests and
 // the benchmarks. Its extra arguments are ignored (tests pass odd argv to check it is recorded).
 //
-//   crasher [--mode segv|abort-thread|abort] [--touch-mib N] [--fill random|half-zero|zero]
+//   crasher [--mode segv|abort-thread|abort] [--touch-mib N] [--fill random|half-zero|zero|untouched]
 //           [--lock-file PATH] [--threads N] [--ready-fd FD] [--] [ignored args...]
 //
-// --touch-mib allocates and writes N MiB so the core carries that much data. --lock-file takes a
+// --touch-mib allocates and writes N MiB so the core carries that much data; with --fill untouched
+// it maps N MiB but writes only one page in every 256 MiB (the rest is never faulted in). --lock-file takes a
 // POSIX write lock (F_SETLK) on PATH before crashing. --ready-fd writes one byte to FD when
 // everything is set up, just before the crash.
 #include <fcntl.h>
@@ -68,6 +69,12 @@ void touch(std::size_t mib, const std::string& fill) {
   auto* words = static_cast<std::uint64_t*>(p);
   std::mt19937_64 rng(42);
   const std::size_t per_page = 4096 / sizeof(std::uint64_t);
+  if (fill == "untouched") {
+    for (std::size_t off = 0; off < len; off += std::size_t{256} << 20) {
+      for (std::size_t k = 0; k < per_page; ++k) words[off / sizeof(std::uint64_t) + k] = rng();
+    }
+    return;
+  }
   for (std::size_t page = 0; page < len / 4096; ++page) {
     std::uint64_t* w = words + page * per_page;
     const bool zero = fill == "zero" || (fill == "half-zero" && page % 2 == 1);
