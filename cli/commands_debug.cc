@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "cli/core_file.h"
 #include "cli/dumpctl.h"
 #include "cli/format.h"
 #include "cli/match.h"
+#include "cli/signal_cleanup.h"
 #include "cli/temp_file.h"
 #include "store/index.h"
 #include "util/text.h"
@@ -82,16 +84,22 @@ int run_and_wait(const std::vector<std::string>& argv) {
   UniqueFd exec_status(pipefd[0]);
   UniqueFd exec_report(pipefd[1]);
   const IgnoreInteractiveSignals guard;
+  // The child must not run the parent's cleanup handler (and remove the core the debugger is about
+  // to read) if a signal reaches it before execvp: blocked across fork, disarmed in the child.
+  std::optional<BlockCleanupSignals> blocked(std::in_place);
   const pid_t pid = ::fork();
-  if (pid < 0) throw DumpctlError(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
-    guard.restore();
+    guard.restore();  // first: it puts the cleanup handler back on SIGINT
+    disarm_signal_cleanup();
+    blocked.reset();
     exec_status.reset();
     ::execvp(cargv[0], cargv.data());
     const int e = errno;
     [[maybe_unused]] const ssize_t w = ::write(exec_report.get(), &e, sizeof e);
     ::_exit(127);
   }
+  blocked.reset();
+  if (pid < 0) throw DumpctlError(std::string("fork: ") + std::strerror(errno));
   exec_report.reset();  // so that the read below sees EOF once execvp succeeds
   int exec_errno = 0;
   ssize_t got = 0;

@@ -57,6 +57,17 @@ BlockCleanupSignals::BlockCleanupSignals() {
 
 BlockCleanupSignals::~BlockCleanupSignals() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
 
+void disarm_signal_cleanup() {
+  for (const int sig : kSignals) {
+    struct sigaction cur {};
+    if (::sigaction(sig, nullptr, &cur) != 0 || cur.sa_handler != remove_and_reraise) continue;
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    ::sigaction(sig, &dfl, nullptr);
+  }
+}
+
 SignalCleanup::SignalCleanup(const char* path) {
   const std::size_t len = std::strlen(path);
   if (len >= PATH_MAX) return;

@@ -46,4 +46,9 @@ class BlockCleanupSignals {
   sigset_t old_{};
 };
 
+/// In a child after fork(), before exec: SIGINT, SIGTERM and SIGHUP back to their default action
+/// where SignalCleanup's handler is installed, so the child never removes the parent's files.
+/// Async-signal-safe.
+void disarm_signal_cleanup();
+
 }  // namespace coredumpd::cli
