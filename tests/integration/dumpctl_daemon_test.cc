@@ -234,12 +234,12 @@ TEST_F(DumpctlOnDaemon, InterruptedDebugLeavesNoTemporaryCore) {
   }
 }
 
-// A 256 MiB core of zeros but for a few pages, stored by the daemon: `dump -o` writes it with
+// A 128 MiB core of zeros but for a few pages, stored by the daemon: `dump -o` writes it with
 // holes, so it takes the disk of its data.
 TEST_F(DumpctlOnDaemon, MostlyZeroCoreIsWrittenSparse) {
-  std::vector<std::byte> core(256 * kMiB);
+  std::vector<std::byte> core(128 * kMiB);
   for (std::uint64_t i = 0; i < 64 * 1024; ++i) core[i] = fk::CoreSource::pattern_byte(i, 3);
-  for (std::uint64_t i = 0; i < 4096; ++i) core[200 * kMiB + i] = fk::CoreSource::pattern_byte(i, 4);
+  for (std::uint64_t i = 0; i < 4096; ++i) core[100 * kMiB + i] = fk::CoreSource::pattern_byte(i, 4);
   const auto rec = dump_one(fk::CoreSource::from_buffer(core));
   ASSERT_TRUE(rec);
   const std::string out = *dir_ / "core";
@@ -248,7 +248,7 @@ TEST_F(DumpctlOnDaemon, MostlyZeroCoreIsWrittenSparse) {
   struct stat sb {};
   ASSERT_EQ(::stat(out.c_str(), &sb), 0);
   EXPECT_EQ(static_cast<std::uint64_t>(sb.st_size), core.size());
-  EXPECT_LT(static_cast<std::uint64_t>(sb.st_blocks) * 512, 8 * kMiB) << "allocated for a 256 MiB, 68 KiB-data core";
+  EXPECT_LT(static_cast<std::uint64_t>(sb.st_blocks) * 512, 8 * kMiB) << "allocated for a 128 MiB, 68 KiB-data core";
   const auto back = read_file(out);
   ASSERT_TRUE(back);
   EXPECT_TRUE(back->size() == core.size() && std::memcmp(back->data(), core.data(), core.size()) == 0);
