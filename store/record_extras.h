@@ -77,6 +77,13 @@ inline constexpr const char* kCompressibilitySamples = "compressibility_samples"
 inline constexpr const char* kRecords = "records";
 /// integer, bytes: core bytes kept of a Truncated dump (what verify expects of the file).
 inline constexpr const char* kStoredCoreBytes = "stored_core_bytes";
+/// integer, bytes: a short stream's promise, the end of the furthest segment or section its ELF
+/// headers describe (daemon/dump/outcome.cc); with kCoreReceivedBytes, what verify and info compare.
+inline constexpr const char* kCoreExpectedBytes = "core_expected_bytes";
+/// integer, bytes: how much of a short stream arrived (the record's core_size too).
+inline constexpr const char* kCoreReceivedBytes = "core_received_bytes";
+/// integer: the task's wait status from PIDFD_INFO_EXIT (Linux 6.15+), asked for short streams only.
+inline constexpr const char* kTaskExitStatus = "task_exit_status";
 /// integer µs since the job started: the first read of the stream (the kernel's wait before it).
 inline constexpr const char* kDrainStartUs = "drain_start_us";
 /// integer µs since the job started: the kernel's stream ended.
