@@ -8,6 +8,7 @@
 // bytes_to_json() encoded (a string if UTF-8, else an array of byte values).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -123,5 +124,14 @@ std::string rule_from_extra(const nlohmann::json& extra);
 /// if the object has no valid key, std::nullopt if `extra` has no container object:
 /// DumpRecord::container_key as a record stored before the index had that column says it.
 std::optional<std::string> container_key_from_extra(const nlohmann::json& extra);
+
+/// A core that arrived short of what its ELF program headers promise (a SIGKILL mid-stream).
+struct ShortCore {
+  std::uint64_t expected = 0;  ///< bytes the headers promise (extras::kCoreExpectedBytes)
+  std::uint64_t received = 0;  ///< bytes that arrived (extras::kCoreReceivedBytes)
+};
+
+/// The short core `extra` records (both keys, unsigned, expected > received), else std::nullopt.
+std::optional<ShortCore> short_core_from_extra(const nlohmann::json& extra);
 
 }  // namespace coredumpd
