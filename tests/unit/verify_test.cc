@@ -209,18 +209,11 @@ TEST_F(RetentionTest, VerifyFindsProblemsOfRawCores) {
 // and memory from 4096 to `size`, which the PT_LOAD promises.
 std::string elf_core(std::size_t size) {
   std::string core(size, '\x5a');
-  Elf64_Ehdr eh{};
-  std::memcpy(eh.e_ident, ELFMAG, SELFMAG);
-  eh.e_ident[EI_CLASS] = ELFCLASS64;
-  eh.e_ident[EI_DATA] = ELFDATA2LSB;
-  eh.e_ident[EI_VERSION] = EV_CURRENT;
-  eh.e_type = ET_CORE;
-  eh.e_machine = EM_X86_64;
-  eh.e_version = EV_CURRENT;
-  eh.e_phoff = sizeof eh;
-  eh.e_ehsize = sizeof eh;
-  eh.e_phentsize = sizeof(Elf64_Phdr);
-  eh.e_phnum = 2;
+  const Elf64_Ehdr eh{.e_ident = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, ELFDATA2LSB, EV_CURRENT},
+                      .e_type = ET_CORE, .e_machine = EM_X86_64, .e_version = EV_CURRENT, .e_entry = 0,
+                      .e_phoff = sizeof(Elf64_Ehdr), .e_shoff = 0, .e_flags = 0, .e_ehsize = sizeof(Elf64_Ehdr),
+                      .e_phentsize = sizeof(Elf64_Phdr), .e_phnum = 2, .e_shentsize = 0, .e_shnum = 0,
+                      .e_shstrndx = 0};  // no section headers
   const std::size_t notes_at = sizeof eh + 2 * sizeof(Elf64_Phdr);
   const Elf64_Nhdr nh{5, 4, NT_AUXV};
   Elf64_Phdr note{};
