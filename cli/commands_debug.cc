@@ -19,6 +19,7 @@
 #include "cli/signal_cleanup.h"
 #include "cli/temp_file.h"
 #include "store/index.h"
+#include "store/record_extras.h"
 #include "util/text.h"
 #include "util/unique_fd.h"
 
@@ -136,7 +137,11 @@ int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io) {
   const std::vector<DumpRecord> records = index.list();
   const DumpRecord& r = select_dump(records, o.match);
   require_core_file(g.store, r);
-  if (r.state == DumpState::Truncated) {
+  if (const auto s = short_core_from_extra(r.extra); s && r.state == DumpState::Truncated) {
+    io.err << "dumpctl: warning: the core of coredump " << escape_for_display(r.id) << " is short: " << s->received
+           << " of " << s->expected << " bytes arrived (" << escape_for_display(r.reason)
+           << "); the debugger will see missing memory and segments extending past the end of the file\n";
+  } else if (r.state == DumpState::Truncated) {
     io.err << "dumpctl: warning: the core of coredump " << escape_for_display(r.id)
            << " is truncated; the debugger will see missing memory\n";
   }

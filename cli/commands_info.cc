@@ -91,6 +91,9 @@ std::string warning_for(const DumpRecord& r, CoreStatus status) {
   const std::string why = r.reason.empty() ? "" : ": " + escape_for_display(r.reason);
   switch (status) {
     case CoreStatus::Truncated:
+      if (const auto s = short_core_from_extra(r.extra))  // the stream ended early: say how early
+        return "the core is short: " + std::to_string(s->received) + " of " + std::to_string(s->expected) +
+               " bytes arrived" + why + "; a debugger will see missing memory";
       return "the core of this dump is truncated" + why + "; a debugger will see missing memory";
     case CoreStatus::Failed: return "no usable core was stored for this dump" + why;
     case CoreStatus::Interrupted:

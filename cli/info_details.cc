@@ -1,5 +1,7 @@
 #include "cli/info_details.h"
 
+#include <sys/wait.h>
+
 #include <cinttypes>
 #include <cstdio>
 #include <sstream>
@@ -41,6 +43,12 @@ std::string hex(std::uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "%#" PRIx64, v);
   return buf;
+}
+
+/// A wait status (extras::kTaskExitStatus) in words: "task killed by SIGKILL", "task exited with 3".
+std::string task_exit_text(int status) {
+  if (WIFEXITED(status)) return "task exited with status " + std::to_string(WEXITSTATUS(status));
+  return "task killed by " + signal_name(WTERMSIG(status)) + (WCOREDUMP(status) ? " (core dumped)" : "");
 }
 
 void negotiation(const json& extra, std::vector<InfoField>& out) {
@@ -141,6 +149,13 @@ std::vector<InfoField> info_details(const json& extra, std::size_t max_fds) {
     if (extra.contains(extras::kFaultAddress))
       v += std::string(v.empty() ? "" : ", ") + "fault address " + hex(number_of(extra, extras::kFaultAddress));
     out.push_back({"Signal Info", v});
+  }
+  if (const auto s = short_core_from_extra(extra)) {
+    std::string v = std::to_string(s->received) + " of " + std::to_string(s->expected) +
+                    " bytes arrived (the end the program headers promise)";
+    const auto st = extra.find(extras::kTaskExitStatus);
+    if (st != extra.end() && st->is_number_integer()) v += "\n" + task_exit_text(st->get<int>());
+    out.push_back({"Short Core", v});
   }
   const auto proc = extra.find(extras::kProc);
   if (proc != extra.end() && proc->is_object()) {

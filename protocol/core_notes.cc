@@ -69,6 +69,19 @@ void forget_section_headers(std::byte* header) {
     store_le<decltype(Ehdr::e_phnum)>(header + offsetof(Ehdr, e_phnum), 1);
 }
 
+// Where the section header table ends (e_shoff + e_shnum * e_shentsize, before forget_section_headers()
+// erases them), or 0 if there is none. e_shnum 0 with an e_shoff means the count lives in section header
+// 0 (SHN_LORESERVE or more sections, or PN_XNUM): that one entry at least is promised. Saturates at 2^64-1.
+std::uint64_t section_headers_end(std::span<const std::byte> header) {
+  const auto shoff = load_le<std::uint64_t>(header, offsetof(Elf64_Ehdr, e_shoff)).value_or(0);
+  if (shoff == 0) return 0;
+  const auto shnum = load_le<std::uint16_t>(header, offsetof(Elf64_Ehdr, e_shnum)).value_or(0);
+  const auto entsize = load_le<std::uint16_t>(header, offsetof(Elf64_Ehdr, e_shentsize)).value_or(0);
+  const std::uint64_t table = std::uint64_t{std::max<std::uint16_t>(shnum, 1)} * entsize;
+  return table > std::numeric_limits<std::uint64_t>::max() - shoff ? std::numeric_limits<std::uint64_t>::max()
+                                                                    : shoff + table;
+}
+
 struct ElfEnd {
   void operator()(Elf* e) const { elf_end(e); }
 };
@@ -174,6 +187,7 @@ void CoreNoteScanner::parse_ident() {
 void CoreNoteScanner::parse_header() {
   const bool is64 = header_size_ == sizeof(Elf64_Ehdr);
   if (is64) {
+    sections_end_ = section_headers_end(buffer_);
     forget_section_headers<Elf64_Ehdr>(buffer_.data());
   } else {
     forget_section_headers<Elf32_Ehdr>(buffer_.data());
@@ -209,12 +223,23 @@ void CoreNoteScanner::parse_program_headers() {
   if (!elf || elf_getphdrnum(elf.get(), &phnum) != 0) return give_up("libelf rejected the program headers: " + libelf_error());
   GElf_Phdr note{};
   bool found = false;
-  for (std::size_t i = 0; i < phnum && !found; ++i) {
-    if (gelf_getphdr(elf.get(), static_cast<int>(i), &note) == nullptr) {
+  // Every header counts for the promised size; the first PT_NOTE is the one parsed.
+  std::uint64_t promised = sections_end_;
+  for (std::size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr ph{};
+    if (gelf_getphdr(elf.get(), static_cast<int>(i), &ph) == nullptr) {
       return give_up("libelf could not read program header " + std::to_string(i) + ": " + libelf_error());
     }
-    found = note.p_type == PT_NOTE;
+    const std::uint64_t end = ph.p_filesz > std::numeric_limits<std::uint64_t>::max() - ph.p_offset
+                                  ? std::numeric_limits<std::uint64_t>::max()
+                                  : ph.p_offset + ph.p_filesz;
+    promised = std::max(promised, end);
+    if (!found && ph.p_type == PT_NOTE) {
+      note = ph;
+      found = true;
+    }
   }
+  facts_.promised_size = std::max<std::uint64_t>(promised, region_end_);
   if (!found) return give_up("no PT_NOTE among the " + std::to_string(phnum) + " program headers read");
   facts_.notes_offset = note.p_offset;
   facts_.notes_size = note.p_filesz;

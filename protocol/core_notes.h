@@ -42,6 +42,11 @@ struct CoreFacts {
   std::vector<MappedFile> files;               ///< NT_FILE entries, in note order
   std::uint64_t notes_offset = 0;              ///< file offset of the PT_NOTE segment, in bytes
   std::uint64_t notes_size = 0;                ///< p_filesz of the PT_NOTE segment, in bytes (as claimed)
+  std::uint64_t promised_size = 0;             ///< bytes the headers say the core has: the end of its furthest
+                                               ///< segment (max p_offset + p_filesz over the program headers read)
+                                               ///< or of its section header table (e_shoff + e_shnum * e_shentsize,
+                                               ///< one entry if e_shnum is 0), whichever is further; 0 until the
+                                               ///< program headers are read. A stream that ends before it is short
   std::string error;                           ///< empty, or the first reason the stream could not be fully parsed;
                                                ///< facts gathered before the problem are kept
 };
@@ -60,7 +65,8 @@ struct CoreFacts {
 ///
 /// PN_XNUM (e_phnum == 0xffff): the real count lives in section header 0, which the kernel writes at
 /// the end of the core, long after the notes have gone by. The scanner then reads only phdr[0], which
-/// the kernel (fs/binfmt_elf.c writes the note phdr first) and gdb always make the PT_NOTE.
+/// the kernel (fs/binfmt_elf.c writes the note phdr first) and gdb always make the PT_NOTE; the
+/// promised size then comes from the section header table, which both write after all segments.
 class CoreNoteScanner {
  public:
   /// `max_buffer_bytes` caps both the program header table (e_phoff + its size) and the PT_NOTE
@@ -118,6 +124,7 @@ class CoreNoteScanner {
   bool siginfo_seen_ = false;
   bool prpsinfo_seen_ = false;
   bool file_seen_ = false;
+  std::uint64_t sections_end_ = 0;  // end of the section header table per the ELF header; 0 if none
   CoreFacts facts_;
 };
 

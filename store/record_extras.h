@@ -8,6 +8,7 @@
 // bytes_to_json() encoded (a string if UTF-8, else an array of byte values).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -77,6 +78,13 @@ inline constexpr const char* kCompressibilitySamples = "compressibility_samples"
 inline constexpr const char* kRecords = "records";
 /// integer, bytes: core bytes kept of a Truncated dump (what verify expects of the file).
 inline constexpr const char* kStoredCoreBytes = "stored_core_bytes";
+/// integer, bytes: a short stream's promise, the end of the furthest segment or section its ELF
+/// headers describe (daemon/dump/outcome.cc); with kCoreReceivedBytes, what verify and info compare.
+inline constexpr const char* kCoreExpectedBytes = "core_expected_bytes";
+/// integer, bytes: how much of a short stream arrived (the record's core_size too).
+inline constexpr const char* kCoreReceivedBytes = "core_received_bytes";
+/// integer: the task's wait status from PIDFD_INFO_EXIT (Linux 6.15+), asked for short streams only.
+inline constexpr const char* kTaskExitStatus = "task_exit_status";
 /// integer µs since the job started: the first read of the stream (the kernel's wait before it).
 inline constexpr const char* kDrainStartUs = "drain_start_us";
 /// integer µs since the job started: the kernel's stream ended.
@@ -116,5 +124,14 @@ std::string rule_from_extra(const nlohmann::json& extra);
 /// if the object has no valid key, std::nullopt if `extra` has no container object:
 /// DumpRecord::container_key as a record stored before the index had that column says it.
 std::optional<std::string> container_key_from_extra(const nlohmann::json& extra);
+
+/// A core that arrived short of what its ELF program headers promise (a SIGKILL mid-stream).
+struct ShortCore {
+  std::uint64_t expected = 0;  ///< bytes the headers promise (extras::kCoreExpectedBytes)
+  std::uint64_t received = 0;  ///< bytes that arrived (extras::kCoreReceivedBytes)
+};
+
+/// The short core `extra` records (both keys, unsigned, expected > received), else std::nullopt.
+std::optional<ShortCore> short_core_from_extra(const nlohmann::json& extra);
 
 }  // namespace coredumpd

@@ -11,7 +11,9 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 
+#include "protocol/core_notes.h"
 #include "store/core_accounting.h"
 #include "store/core_names.h"
 #include "store/core_stream.h"
@@ -41,6 +43,7 @@ struct DeepResult {
   std::optional<VerifyProblem> problem;
   std::string detail;
   std::uint64_t bytes = 0;  // core bytes: decompressed (zstd) or read as is (raw)
+  std::uint64_t promised = 0;  // what the core's headers promise (CoreFacts::promised_size); 0 if unknown
 };
 
 /// A DeepResult that reports problem `p`.
@@ -57,8 +60,14 @@ DeepResult deep_failure(VerifyProblem p, std::string detail) {
 DeepResult read_through(int fd, const std::string& compression) {
   DeepResult res;
   const bool raw = compression == kCompressionNone;
+  // The scanner keeps only the headers and notes, and once done only counts: no cost per byte.
+  protocol::CoreNoteScanner scanner;
   try {
-    res.bytes = stream_core(fd, compression, [](const char*, std::size_t) {});
+    res.bytes = stream_core(fd, compression, [&](const char* p, std::size_t n) {
+      if (!scanner.done()) scanner.feed(std::as_bytes(std::span(p, n)));
+    });
+    scanner.finish();
+    res.promised = scanner.facts().promised_size;
   } catch (const CoreStreamError& e) {
     res.bytes = e.bytes;
     const std::string after = " after " + std::to_string(e.bytes) + (raw ? " bytes" : " decompressed bytes");
@@ -104,6 +113,7 @@ const char* verify_problem_name(VerifyProblem p) {
     case VerifyProblem::Corrupt: return "corrupt";
     case VerifyProblem::CoreSizeMismatch: return "core_size_mismatch";
     case VerifyProblem::Unreadable: return "unreadable";
+    case VerifyProblem::ShortCore: return "short_core";
   }
   return "unknown";
 }
@@ -208,10 +218,15 @@ VerifyReport verify(const Index& index, int store_dirfd, bool deep) {
       const auto it = r->extra.find(extras::kStoredCoreBytes);  // Truncated: the bytes kept
       if (it != r->extra.end() && it->is_number_unsigned()) want = it->get<std::uint64_t>();
     }
-    if (want && d.bytes != *want)
+    if (want && d.bytes != *want) {
       issue(VerifyProblem::CoreSizeMismatch, name, r->id,
             (r->compression == kCompressionNone ? "holds " : "decompresses to ") +
                 std::to_string(d.bytes) + " bytes, the index says " + std::to_string(*want));
+    } else if (r->state == DumpState::Complete && d.promised > d.bytes) {
+      issue(VerifyProblem::ShortCore, name, r->id,
+            "recorded complete, but its core holds " + std::to_string(d.bytes) + " of the " +
+                std::to_string(d.promised) + " bytes its program headers promise (the stream was cut short)");
+    }
   }
 
   for (const auto& r : rows) {

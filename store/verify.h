@@ -21,10 +21,13 @@ enum class VerifyProblem {
   /// (complete dumps) or extra.stored_core_bytes (truncated dumps)
   CoreSizeMismatch,
   Unreadable,        ///< the file or directory could not be examined (errno text in detail)
+  /// (deep) a complete dump whose core holds fewer bytes than its own ELF program headers promise:
+  /// a stream cut short (a SIGKILL mid-dump) that a daemon before this check recorded as complete
+  ShortCore,
 };
 
 /// Stable name: "orphan", "missing", "not_regular", "size_mismatch", "corrupt",
-/// "core_size_mismatch", "unreadable".
+/// "core_size_mismatch", "unreadable", "short_core".
 const char* verify_problem_name(VerifyProblem p);
 
 /// One inconsistency found by verify().
@@ -51,7 +54,9 @@ struct VerifyReport {
 /// also reads each core through (bounded memory, output discarded) as its row's compression says:
 /// a zstd file is decompressed, which checks its content checksums; a raw core (compression
 /// "none") is read as is, which finds read errors. Either way the core bytes it yields must be
-/// core_size for a complete dump (extra.stored_core_bytes for a truncated one, when recorded).
+/// core_size for a complete dump (extra.stored_core_bytes for a truncated one, when recorded), and
+/// a complete dump's core must hold all its ELF program headers promise (CoreNoteScanner's
+/// promised_size), which finds short cores in stores written before the daemon checked it.
 /// Never follows symlinks and never modifies anything. Findings that could be a race with a
 /// running daemon (file or row created/removed during the scan) are re-checked before being
 /// reported. Throws IndexError if the index cannot be read.

@@ -10,6 +10,7 @@
 
 #include "daemon/dump/core_writer.h"
 #include "daemon/forward/forward.h"
+#include "daemon/proc/peer.h"
 #include "daemon/proc/proc_dir.h"
 #include "protocol/records.h"
 #include "store/record_extras.h"
@@ -23,6 +24,9 @@ namespace {
 // record streams, and what is dropped past max_core_bytes (a plain core is read into the spool's
 // blocks, of the same size).
 constexpr std::size_t kReadChunk = Spool::kBlockBytes;
+
+// How long a short stream's dump waits for the task's exit status (its parent's reap).
+constexpr std::chrono::milliseconds kExitPatience{250};
 
 // What one pull from the stream did: `n` as read(2) returns it (errno set when -1), or `stop`.
 struct Pulled {
@@ -199,6 +203,12 @@ Drained drain_core_stream(Handoff& h, DumpJob job, std::string spool_error) {
   }
   job.socket.reset();  // hang up: releases a WAIT-parked task
   r.extra[extras::kReleasedUs] = us_since(h.started);
+  // A stream that ended short of what the core's headers promise: the task's exit names the cause
+  // (a SIGKILL mid-dump). Asked only then, after the release, and bounded: its parent must reap it.
+  if (d.stream.eof && d.core_facts.promised_size > d.total) {
+    if (job.pidfd) d.task_exit.status = pidfd_exit_status(job.pidfd.get(), kExitPatience, d.task_exit.error);
+    else d.task_exit.error = "no pidfd for the task";
+  }
   if (h.spool && d.spool_error.empty()) {
     try {
       h.spool->flush();  // the last blocks (a few milliseconds of the disk), after the release

@@ -95,6 +95,11 @@ void apply_verdict(const DumpVerdict& v, const DrainReport& d, DumpRecord& r) {
     case DumpState::Truncated:
       r.reason = v.reason;
       r.extra[extras::kStoredCoreBytes] = d.spooled;
+      if (v.expected_size > 0) {  // a short stream (outcome.cc): kept, but never called complete
+        r.extra[extras::kCoreExpectedBytes] = v.expected_size;
+        r.extra[extras::kCoreReceivedBytes] = d.total;
+        if (d.task_exit.status) r.extra[extras::kTaskExitStatus] = *d.task_exit.status;
+      }
       break;
     default:
       break;

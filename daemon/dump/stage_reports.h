@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "protocol/core_notes.h"
@@ -24,6 +25,13 @@ struct ForwardReport {
   std::uint64_t bytes = 0;  ///< stream bytes the receiver took
 };
 
+/// How the crashing task ended, asked of its pidfd (PIDFD_INFO_EXIT) only when its stream came
+/// short of what the core's headers promise: it names the cause (docs/PROTOCOL.md §3.3).
+struct TaskExit {
+  std::optional<int> status;  ///< wait status (WIFSIGNALED, WTERMSIG, WCOREDUMP apply); empty if unknown
+  std::string error;          ///< why it is unknown ("" if known or never asked)
+};
+
 /// What the drain found in the kernel's stream. Filled by the drain alone; the compress stage
 /// sees it only after the drain is over (Handoff::take(), handoff.h).
 struct DrainReport {
@@ -38,6 +46,7 @@ struct DrainReport {
   std::uint64_t records_count = 0;
   protocol::CoreFacts core_facts;  ///< what the note scanner found (NT_PRSTATUS, NT_SIGINFO, ...)
   ForwardReport forward;
+  TaskExit task_exit;              ///< asked only for a short stream (core_facts.promised_size > total)
 };
 
 /// What the compress stage made of the spool.

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 namespace coredumpd {
 
@@ -23,6 +24,20 @@ std::optional<pidfd_info> pidfd_get_info(int pidfd, std::uint64_t request_mask, 
     return std::nullopt;
   }
   return info;
+}
+
+std::optional<int> pidfd_exit_status(int pidfd, std::chrono::milliseconds patience, std::string& error) {
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  for (;;) {
+    const auto info = pidfd_get_info(pidfd, PIDFD_INFO_EXIT, error);
+    if (!info) return std::nullopt;
+    if ((info->mask & PIDFD_INFO_EXIT) != 0) return info->exit_code;
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  error = "no exit status from PIDFD_INFO_EXIT within " + std::to_string(patience.count()) +
+          " ms (Linux 6.15+, once the task's parent reaped it)";
+  return std::nullopt;
 }
 
 bool pidfd_alive(int pidfd) {

@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -72,6 +73,12 @@ Peer identify_peer(int fd);
 /// PIDFD_GET_INFO on `pidfd` asking for `request_mask`. Returns std::nullopt and sets `error`
 /// (with errno's text) on failure, e.g. ESRCH for a reaped task without PIDFD_INFO_EXIT.
 std::optional<pidfd_info> pidfd_get_info(int pidfd, std::uint64_t request_mask, std::string& error);
+
+/// The wait status of the task behind `pidfd` (PIDFD_INFO_EXIT, Linux 6.15+), which the kernel
+/// gives only once the task is reaped: retried every 2 ms for up to `patience` while its parent
+/// gets to it. std::nullopt with `error` saying why otherwise (an older kernel, a parent that has not
+/// reaped it in time, a failed ioctl). Blocks the caller for at most `patience`.
+std::optional<int> pidfd_exit_status(int pidfd, std::chrono::milliseconds patience, std::string& error);
 
 /// True if the process behind `pidfd` still exists (pidfd_send_signal with signal 0, syscall 424).
 /// A task parked in the coredump handshake cannot be reaped, so true proves a /proc/<pid> handle

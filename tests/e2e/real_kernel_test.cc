@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "tests/e2e/real_kernel_fixture.h"
 
@@ -297,6 +298,84 @@ TEST_F(RealKernel, HandshakeDeadlineHoldsWhenACollectorBlocks) {
   // The ack went out before the collector came back: its steps are not there.
   EXPECT_TRUE(rec->extra["handshake_steps_us"].contains("request"));
   EXPECT_FALSE(rec->extra["handshake_steps_us"].contains("collected"));
+}
+
+// Bytes process `pid` has written (the "wchar" of /proc/<pid>/io): a dumping task's writes to the
+// core socket count, so it follows the stream. 0 if it cannot be read (the task is gone).
+std::uint64_t written_by(pid_t pid) {
+  const auto io = read_file("/proc/" + std::to_string(pid) + "/io");
+  if (!io) return 0;
+  const auto at = io->find("wchar: ");
+  return at == std::string::npos ? 0 : std::stoull(io->substr(at + 7));
+}
+
+// The crasher is SIGKILLed while the kernel streams its 512 MiB core. The stream is held mid-core
+// without any daemon knob: once the task has written 64 MiB, the daemon is SIGSTOPped, so the
+// kernel blocks on the full socket; then the task is killed and the daemon continued. The kernel
+// closes the stream at that point with a clean EOF: only the core's program headers tell it short.
+TEST_F(RealKernel, CoreStreamCutBySigkillIsRecordedTruncatedWithTheCause) {
+  constexpr std::uint64_t kCoreMib = 512;
+  struct Continue {  // the daemon must never stay stopped, whatever fails
+    pid_t pid;
+    ~Continue() { ::kill(pid, SIGCONT); }
+  } resume{daemon_->pid()};
+  pid_t pid = 0;
+  bool held = false;
+  for (int attempt = 0; attempt < 3 && !held; ++attempt) {  // a descheduled test may miss the stream
+    pid = spawn({CRASHER_BIN, "--mode", "segv", "--touch-mib", std::to_string(kCoreMib), "--fill", "random"});
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (written_by(pid) < (64u << 20) && std::chrono::steady_clock::now() < deadline) ::usleep(200);
+    ASSERT_EQ(::kill(daemon_->pid(), SIGSTOP), 0);
+    // Held if the writes stop short of the memory: the kernel is blocked on the socket.
+    std::this_thread::sleep_for(300ms);
+    const std::uint64_t w = written_by(pid);
+    std::this_thread::sleep_for(300ms);
+    held = w > 0 && w == written_by(pid) && w < (kCoreMib << 20);
+    if (!held) {
+      ::kill(daemon_->pid(), SIGCONT);
+      wait_for(pid, 60s);
+    }
+  }
+  ASSERT_TRUE(held) << "three crashes finished their stream before the daemon could be stopped";
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  const auto st = wait_for(pid, 60s);  // reaped here: the daemon may then read its PIDFD_INFO_EXIT
+  ::kill(daemon_->pid(), SIGCONT);
+  ASSERT_TRUE(st.exited);
+  EXPECT_EQ(st.term_signal(), SIGKILL);
+  EXPECT_FALSE(st.core_dumped());
+
+  const auto rec = stored_dump_of(pid);
+  ASSERT_TRUE(rec) << "no dump indexed for pid " << pid;
+  EXPECT_EQ(rec->state, DumpState::Truncated) << rec->reason;
+  const auto expected = rec->extra.value("core_expected_bytes", std::uint64_t{0});
+  const auto received = rec->extra.value("core_received_bytes", std::uint64_t{0});
+  EXPECT_GT(expected, kCoreMib << 20) << rec->extra.dump();
+  EXPECT_GE(received, 64u << 20);
+  EXPECT_LT(received, expected);
+  EXPECT_EQ(received, rec->core_size);
+  EXPECT_EQ(rec->extra.value("task_exit_status", -1), SIGKILL);
+  EXPECT_NE(rec->reason.find("core stream ended after " + std::to_string(received) + " of the " +
+                             std::to_string(expected) + " bytes its program headers promise"),
+            std::string::npos)
+      << rec->reason;
+  EXPECT_NE(rec->reason.find("the crashing task was killed by SIGKILL while its core streamed"), std::string::npos)
+      << rec->reason;
+  // The partial core is kept: what arrived is still useful.
+  EXPECT_FALSE(rec->path.empty());
+  EXPECT_GT(rec->stored_size, 0u);
+  EXPECT_TRUE(wait_until([&] { return daemon_->log().find(rec->id + ": pid " + std::to_string(pid)) != std::string::npos; }, 5s));
+  const std::string log = daemon_->log();
+  EXPECT_NE(log.find("truncated: core stream ended after " + std::to_string(received)), std::string::npos) << log;
+
+  const auto [ist, info] = run_capture({DUMPCTL_BIN, "--store", store_, "info", rec->id});
+  EXPECT_EQ(ist.exit_code(), 0);
+  EXPECT_NE(info.find("Warning: the core is short: " + std::to_string(received) + " of " + std::to_string(expected) +
+                      " bytes arrived"),
+            std::string::npos)
+      << info;
+  // A truncated record that says so is consistent: verify finds nothing wrong.
+  const auto [vst, verify_out] = run_capture({DUMPCTL_BIN, "--store", store_, "verify", "--deep"});
+  EXPECT_EQ(vst.exit_code(), 0) << verify_out;
 }
 
 // core_pattern is put back even when the process holding the lock dies from a signal.

@@ -28,6 +28,7 @@ bool same(const cp::CoreFacts& a, const cp::CoreFacts& b) {
          a.fault_address == b.fault_address && a.crashing_tid == b.crashing_tid && a.pid == b.pid &&
          a.thread_tids == b.thread_tids && a.fname == b.fname && a.psargs == b.psargs &&
          a.page_size == b.page_size && a.notes_offset == b.notes_offset && a.notes_size == b.notes_size &&
+         a.promised_size == b.promised_size &&
          a.error == b.error;
 }
 
@@ -36,6 +37,9 @@ void check_facts(const cp::CoreFacts& f) {
   FUZZ_CHECK(f.psargs.size() <= 80);
   if (f.crashing_tid) FUZZ_CHECK(!f.thread_tids.empty() && f.thread_tids.front() == *f.crashing_tid);
   if (f.fault_address) FUZZ_CHECK(f.signal.has_value() && f.si_code.has_value() && *f.si_code > 0);
+  // Once the PT_NOTE is known, the promised size covers it (saturating at 2^64-1).
+  if (f.notes_size > 0 && f.notes_offset <= UINT64_MAX - f.notes_size)
+    FUZZ_CHECK(f.promised_size >= f.notes_offset + f.notes_size);
 }
 
 }  // namespace

@@ -254,6 +254,7 @@ void expect_standard_facts(const CoreFacts& f, const Core& c) {
   }
   EXPECT_EQ(f.notes_offset, c.notes_offset);
   EXPECT_EQ(f.notes_size, c.notes_size);
+  EXPECT_EQ(f.promised_size, c.bytes.size());  // every layout ends with its last segment or section table
 }
 
 // ---- (1) Synthetic cores with known notes ----
@@ -638,6 +639,59 @@ TEST(CoreNotesHostile, MutatedCores) {
 
 // ---- (2) A real core, written by gdb's gcore from a forked child ----
 
+// ---- The size the headers promise ----
+
+TEST(CoreNotesPromisedSize, AStreamCutShortStillKnowsTheWholeSize) {
+  for (const CoreOptions opt : {CoreOptions{.load_size = 1 << 20}, CoreOptions{.pn_xnum = true, .load_size = 1 << 20}}) {
+    const Core c = standard_core(opt);
+    CoreNoteScanner s;
+    const std::size_t cut = c.notes_end() + 4096;  // the notes came, most of the memory did not
+    feed_all(s, std::span(c.bytes).first(cut), 777);
+    s.finish();
+    EXPECT_EQ(s.facts().error, "");  // the notes are whole: the scanner itself has nothing to say
+    EXPECT_EQ(s.facts().promised_size, c.bytes.size()) << opt.pn_xnum;
+    EXPECT_LT(s.bytes_seen(), s.facts().promised_size);
+  }
+}
+
+TEST(CoreNotesPromisedSize, TheFurthestSegmentCountsNotTheLastHeader) {
+  Core c = standard_core({.load_size = 8192});
+  // The last header (PT_LOAD) now ends inside the headers: the PT_NOTE before it is the furthest.
+  Elf64_Phdr load{};
+  std::memcpy(&load, c.bytes.data() + sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr), sizeof load);
+  load.p_offset = 0;
+  load.p_filesz = 64;
+  put(c.bytes, sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr), load);
+  CoreNoteScanner s;
+  s.feed(c.bytes);
+  s.finish();
+  EXPECT_EQ(s.facts().promised_size, c.notes_end());
+  EXPECT_LT(s.facts().promised_size, s.bytes_seen());
+}
+
+TEST(CoreNotesPromisedSize, OverflowingSegmentSaturates) {
+  Core c = standard_core();
+  Elf64_Phdr load{};
+  std::memcpy(&load, c.bytes.data() + sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr), sizeof load);
+  load.p_offset = UINT64_MAX - 10;
+  put(c.bytes, sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr), load);
+  CoreNoteScanner s;
+  s.feed(c.bytes);
+  s.finish();
+  EXPECT_EQ(s.facts().promised_size, UINT64_MAX);
+  EXPECT_EQ(s.facts().error, "");  // the notes themselves are fine
+}
+
+TEST(CoreNotesPromisedSize, UnknownUntilTheProgramHeadersArrive) {
+  const Core c = standard_core();
+  CoreNoteScanner s;
+  s.feed(std::span(c.bytes).first(sizeof(Elf64_Ehdr) + 10));
+  EXPECT_EQ(s.facts().promised_size, 0u);
+  s.finish();
+  EXPECT_EQ(s.facts().promised_size, 0u);
+  EXPECT_NE(s.facts().error, "");
+}
+
 void* sleep_forever(void*) {
   for (;;) pause();
 }
@@ -701,6 +755,7 @@ TEST(CoreNotesRealCore, GcoreOfAForkedThreeThreadChild) {
   EXPECT_EQ(s.bytes_seen(), size);
   EXPECT_GT(f.notes_size, 0u);
   EXPECT_LE(f.notes_offset + f.notes_size, size);
+  EXPECT_EQ(f.promised_size, size);  // gdb's layout: sections after the memory
   ASSERT_GE(f.thread_tids.size(), 1u);
   EXPECT_EQ(f.thread_tids.size(), 3u);  // main thread + the two sleepers
   EXPECT_NE(std::find(f.thread_tids.begin(), f.thread_tids.end(), child), f.thread_tids.end());

@@ -3,6 +3,8 @@
 // record a kept core.
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <optional>
 #include <string>
 
 #include "daemon/dump/outcome.h"
@@ -160,4 +162,69 @@ TEST(DumpOutcome, CoreTheIndexCannotRecordBecomesFailed) {
   // Still counted as a fallback.
   expect_verdict(core_not_indexed(kept), DumpState::Failed,
                  "the index could not record the stored core (store full?); core deleted", 0, true, Outcome::Failed);
+}
+
+// ---- A plain stream whose EOF comes before what the core's program headers promise ----
+
+namespace {
+
+// A stream that reached EOF after 1000 of the 5000 bytes its headers promise.
+DrainReport short_stream(std::optional<int> exit_status, std::string exit_error = "") {
+  auto d = whole_stream();
+  d.core_facts.promised_size = 5000;
+  d.task_exit.status = exit_status;
+  d.task_exit.error = std::move(exit_error);
+  return d;
+}
+
+const std::string kShortPrefix = "core stream ended after 1000 of the 5000 bytes its program headers promise: ";
+
+}  // namespace
+
+TEST(DumpOutcome, ShortStreamKilledBySigkillIsTruncatedAndNamesTheCause) {
+  const auto v = judge_dump(short_stream(SIGKILL), stored());
+  expect_verdict(v, DumpState::Truncated, kShortPrefix + "the crashing task was killed by SIGKILL while its core streamed",
+                 300, false, Outcome::Truncated);
+  EXPECT_EQ(v.expected_size, 5000u);  // the stored partial core is kept (stored_size above)
+}
+
+TEST(DumpOutcome, ShortStreamWithoutAnExitStatusSaysWhyTheCauseIsUnknown) {
+  const auto v = judge_dump(short_stream(std::nullopt, "no exit status from PIDFD_INFO_EXIT within 250 ms"), stored());
+  EXPECT_EQ(v.state, DumpState::Truncated);
+  EXPECT_EQ(v.reason, kShortPrefix + "cause unknown (no exit status from PIDFD_INFO_EXIT within 250 ms)");
+}
+
+TEST(DumpOutcome, ShortStreamCausesFromOtherExitStatuses) {
+  EXPECT_EQ(short_stream_cause({SIGSEGV | 0x80, ""}),
+            "the kernel stopped writing early yet reports the core dumped (task ended by SIGSEGV)");
+  EXPECT_EQ(short_stream_cause({SIGSEGV, ""}), "the kernel gave up the dump (task ended by SIGSEGV, no core dumped)");
+  EXPECT_EQ(short_stream_cause({3 << 8, ""}), "the task exited with status 3 while its core streamed");
+  EXPECT_EQ(short_stream_cause({}), "cause unknown (no exit status)");
+}
+
+TEST(DumpOutcome, StreamHoldingAllItsHeadersPromiseIsComplete) {
+  for (const std::uint64_t promised : {0u, 999u, 1000u}) {  // 0: the headers were never read
+    auto d = whole_stream();
+    d.core_facts.promised_size = promised;
+    const auto v = judge_dump(d, stored());
+    EXPECT_EQ(v.state, DumpState::Complete) << promised;
+    EXPECT_EQ(v.expected_size, 0u) << promised;
+  }
+}
+
+TEST(DumpOutcome, ShortStreamCutAtMaxCoreBytesNamesTheShortStream) {
+  auto d = short_stream(SIGKILL);
+  d.spooled = 500;
+  const auto v = judge_dump(d, stored());
+  EXPECT_EQ(v.state, DumpState::Truncated);
+  EXPECT_EQ(v.reason, kShortPrefix + "the crashing task was killed by SIGKILL while its core streamed");
+}
+
+TEST(DumpOutcome, StalledStreamKeepsTheDrainsReasonAndPromisesNothing) {
+  auto d = short_stream(std::nullopt);
+  d.stream.eof = false;
+  d.stream.error = "core stream stalled for 100 ms";
+  const auto v = judge_dump(d, stored());
+  EXPECT_EQ(v.reason, "core stream stalled for 100 ms");
+  EXPECT_EQ(v.expected_size, 0u);
 }

@@ -578,6 +578,44 @@ TEST_F(DumpctlTest, InfoPrintsEveryField) {
   EXPECT_NE(intr.out.find("State: interrupted (daemon restarted)"), std::string::npos);
 }
 
+// A stream cut short (a SIGKILL mid-dump): info and debug say how short, and info why.
+TEST_F(DumpctlTest, InfoAndDebugSayHowShortAShortCoreIs) {
+  DumpRecord r = record(2, 1, DumpState::Truncated);
+  const std::string z = zstd_compress(std::string(3000, 'S'));
+  r.core_size = 3000;
+  r.stored_size = z.size();
+  r.compression = "zstd";
+  r.path = r.id + ".zst";
+  write_file(store_ + "/" + r.path, z);
+  r.reason = "core stream ended after 3000 of the 9000 bytes its program headers promise: the crashing task "
+             "was killed by SIGKILL while its core streamed";
+  r.exe = "/bin/true";
+  r.extra["stored_core_bytes"] = 3000;
+  r.extra["core_expected_bytes"] = 9000;
+  r.extra["core_received_bytes"] = 3000;
+  r.extra["task_exit_status"] = SIGKILL;
+  insert(r);
+
+  const Result info = run({"info", make_id(2)});
+  ASSERT_EQ(info.rc, 0) << info.err;
+  const std::string warning = "the core is short: 3000 of 9000 bytes arrived: " + r.reason +
+                              "; a debugger will see missing memory";
+  EXPECT_NE(info.err.find("dumpctl: warning: " + warning), std::string::npos) << info.err;
+  EXPECT_NE(info.out.find("Warning: " + warning), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("Short Core: 3000 of 9000 bytes arrived (the end the program headers promise)\n"
+                          "                 task killed by SIGKILL\n"),
+            std::string::npos)
+      << info.out;
+
+  const Result debug = run({"debug", make_id(2), "--debugger", "/bin/sh", "--", "-c", "exit 0", "sh"});
+  EXPECT_EQ(debug.rc, 0) << debug.err;
+  EXPECT_NE(debug.err.find("warning: the core of coredump " + make_id(2) + " is short: 3000 of 9000 bytes arrived (" +
+                           r.reason + "); the debugger will see missing memory and segments extending past the end "
+                           "of the file"),
+            std::string::npos)
+      << debug.err;
+}
+
 TEST_F(DumpctlTest, InfoShowsContainerViewsOfIdsAndTheRule) {
   DumpRecord r;
   r.id = make_id(3);

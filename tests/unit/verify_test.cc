@@ -1,6 +1,12 @@
 // verify(): orphans, missing files, sizes, corrupt zstd, raw cores.
 #include "store/verify.h"
 
+#include <elf.h>
+
+#include <cstring>
+
+#include "store/record_extras.h"
+
 #include "tests/unit/retention_fixture.h"
 
 namespace coredumpd {
@@ -197,6 +203,64 @@ TEST_F(RetentionTest, VerifyFindsProblemsOfRawCores) {
       {make_id(8) + n, "no row in the index"},
   };
   for (const auto& i : deep.issues) EXPECT_EQ(i.detail, details.at(i.name)) << i.name;
+}
+
+// A minimal x86_64 ELF core of `size` bytes (> 4096): header, [PT_NOTE, PT_LOAD], one CORE note,
+// and memory from 4096 to `size`, which the PT_LOAD promises.
+std::string elf_core(std::size_t size) {
+  std::string core(size, '\x5a');
+  const Elf64_Ehdr eh{.e_ident = {ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, ELFDATA2LSB, EV_CURRENT},
+                      .e_type = ET_CORE, .e_machine = EM_X86_64, .e_version = EV_CURRENT, .e_entry = 0,
+                      .e_phoff = sizeof(Elf64_Ehdr), .e_shoff = 0, .e_flags = 0, .e_ehsize = sizeof(Elf64_Ehdr),
+                      .e_phentsize = sizeof(Elf64_Phdr), .e_phnum = 2, .e_shentsize = 0, .e_shnum = 0,
+                      .e_shstrndx = 0};  // no section headers
+  const std::size_t notes_at = sizeof eh + 2 * sizeof(Elf64_Phdr);
+  const Elf64_Nhdr nh{5, 4, NT_AUXV};
+  Elf64_Phdr note{};
+  note.p_type = PT_NOTE;
+  note.p_offset = notes_at;
+  note.p_filesz = sizeof nh + 8 + 4;  // header, "CORE\0" padded to 8, a 4-byte descriptor
+  note.p_align = 4;
+  Elf64_Phdr load{};
+  load.p_type = PT_LOAD;
+  load.p_offset = 4096;
+  load.p_filesz = load.p_memsz = size - 4096;
+  std::memcpy(core.data(), &eh, sizeof eh);
+  std::memcpy(core.data() + sizeof eh, &note, sizeof note);
+  std::memcpy(core.data() + sizeof eh + sizeof note, &load, sizeof load);
+  std::memcpy(core.data() + notes_at, &nh, sizeof nh);
+  std::memcpy(core.data() + notes_at + sizeof nh, "CORE\0\0\0\0\1\2\3\4", 12);
+  return core;
+}
+
+// A short stream a daemon before the check recorded complete: deep verify finds it from the core's
+// own program headers, for zstd and raw cores alike; a whole core, and a short core recorded
+// truncated, are fine.
+TEST_F(RetentionTest, VerifyDeepFindsShortCoresRecordedComplete) {
+  const std::string whole = elf_core(256 * KiB);
+  add(1, 1000, 100s, whole);                                // complete and whole
+  add(2, 1000, 90s, whole.substr(0, 100 * KiB));            // complete, but 100 of 256 KiB
+  DumpRecord r3 = add(3, 1000, 80s, whole.substr(0, 100 * KiB), "", DumpState::Truncated);
+  r3.extra[extras::kStoredCoreBytes] = 100 * KiB;           // recorded as the fixed daemon does
+  r3.extra[extras::kCoreExpectedBytes] = 256 * KiB;
+  r3.extra[extras::kCoreReceivedBytes] = 100 * KiB;
+  index_->update(r3);
+  add_raw(4, 1000, 70s, whole.substr(0, 8192));             // raw, complete, 8 of 256 KiB
+  add(5, 1000, 60s, std::string(50000, 'n'));               // not an ELF core: nothing promised
+
+  const VerifyReport shallow = verify(*index_, dirfd_, false);
+  EXPECT_TRUE(shallow.ok()) << "a short core is consistent on the surface";
+  const VerifyReport deep = verify(*index_, dirfd_, true);
+  ASSERT_EQ(deep.issues.size(), 2u);
+  std::map<std::string, VerifyIssue> by_id;
+  for (const auto& i : deep.issues) by_id[i.id] = i;
+  ASSERT_TRUE(by_id.count(make_id(2)) && by_id.count(make_id(4)));
+  EXPECT_EQ(by_id[make_id(2)].problem, VerifyProblem::ShortCore);
+  EXPECT_EQ(by_id[make_id(2)].detail, "recorded complete, but its core holds " + std::to_string(100 * KiB) +
+                                          " of the " + std::to_string(256 * KiB) +
+                                          " bytes its program headers promise (the stream was cut short)");
+  EXPECT_EQ(by_id[make_id(4)].problem, VerifyProblem::ShortCore);
+  EXPECT_STREQ(verify_problem_name(VerifyProblem::ShortCore), "short_core");
 }
 
 }  // namespace
