@@ -269,6 +269,18 @@ TEST_F(RealKernel, RlimitCoreBelowAPageIsHonouredWhenAsked) {
     EXPECT_NE(rec->reason.find(why), std::string::npos) << rec->reason;
     EXPECT_TRUE(rec->path.empty());
     EXPECT_TRUE(wait_until([&] { return daemon_->log().find(why) != std::string::npos; }, 5s));
+    // No core, so no notes: the signal is the kernel's (PIDFD_INFO_COREDUMP_SIGNAL, 6.19+), or the
+    // record and `dumpctl info` say this kernel does not report it (6.18).
+    const auto [ist, info] = run_capture({DUMPCTL_BIN, "--store", store_, "info", rec->id});
+    EXPECT_EQ(ist.exit_code(), 0) << info;
+    if (rec->signal) {
+      EXPECT_EQ(*rec->signal, SIGSEGV);
+      EXPECT_NE(info.find("Signal: 11 (SIGSEGV)"), std::string::npos) << info;
+    } else {
+      EXPECT_NE(rec->extra.value("signal_unavailable", "").find("this kernel does not report it"), std::string::npos)
+          << rec->extra.dump();
+      EXPECT_NE(info.find("Signal: not known: this kernel does not report it before the core"), std::string::npos) << info;
+    }
   }
 }
 
