@@ -1,6 +1,11 @@
 // decode_coredump_signal(): the fatal signal from PIDFD_INFO_COREDUMP_SIGNAL (Linux 6.19+), or why
 // there is none. The running 6.18 kernel never fills it; a QEMU test on a 7.x kernel is a later
 // issue, so the decoding is tested here on hand-made pidfd_info values.
+// <linux/pidfd.h> first, on purpose: where it is 6.13+ (the newer-headers build) its PIDFD_INFO_*
+// macros come before peer.h's own constants, which must then stand aside (they did not: a build
+// error in any file including both in this order).
+#include <linux/pidfd.h>
+
 #include <gtest/gtest.h>
 
 #include <csignal>
