@@ -25,14 +25,6 @@ std::optional<pidfd_info> pidfd_get_info(int pidfd, std::uint64_t request_mask, 
   return info;
 }
 
-CoredumpSignal decode_coredump_signal(const pidfd_info& info) {
-  if (!(info.mask & PIDFD_INFO_COREDUMP_SIGNAL)) return {std::nullopt, kNoCoredumpSignalText};
-  // _NSIG is 65 on Linux: signals 1..64.
-  if (info.coredump_signal == 0 || info.coredump_signal > 64)
-    return {std::nullopt, "the kernel reported coredump_signal " + std::to_string(info.coredump_signal) + ", not a signal"};
-  return {static_cast<int>(info.coredump_signal), ""};
-}
-
 bool pidfd_alive(int pidfd) {
   return ::syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0) == 0;
 }
@@ -58,6 +50,14 @@ Peer identify_peer(int fd) {
                                         PIDFD_INFO_COREDUMP_SIGNAL,
                              peer.error);
   return peer;
+}
+
+CoredumpSignal decode_coredump_signal(const pidfd_info& info) {
+  if (!(info.mask & PIDFD_INFO_COREDUMP_SIGNAL)) return {std::nullopt, kNoCoredumpSignalText};
+  // _NSIG is 65 on Linux: signals 1..64.
+  if (info.coredump_signal == 0 || info.coredump_signal > 64)
+    return {std::nullopt, "the kernel reported coredump_signal " + std::to_string(info.coredump_signal) + ", not a signal"};
+  return {static_cast<int>(info.coredump_signal), ""};
 }
 
 }  // namespace coredumpd
