@@ -140,8 +140,14 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
     const auto rule = r.extra[extras::kRule].get<std::string>();
     field(out, "Rule", rule.empty() ? "(defaults)" : escape_for_display(rule));
   }
+  // Records written before the daemon said why have no reason.
+  const auto signal_unavailable_text = [](const DumpRecord& d) {
+    const auto it = d.extra.is_object() ? d.extra.find(extras::kSignalUnavailable) : d.extra.end();
+    return it != d.extra.end() && it->is_string() ? escape_for_display(it->get<std::string>()) : std::string("not recorded");
+  };
   field(out, "Signal",
-        r.signal ? std::to_string(*r.signal) + " (" + signal_name(*r.signal) + ")" : "unknown");
+        r.signal ? std::to_string(*r.signal) + " (" + signal_name(*r.signal) + ")"
+                 : "not known: " + signal_unavailable_text(r));
   field(out, "Timestamp",
         format_timestamp(r.timestamp_us, true) + " (" + std::to_string(r.timestamp_us) +
             " us since the epoch)");

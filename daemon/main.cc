@@ -12,7 +12,9 @@
 #include "daemon/policy/config.h"
 #include "daemon/policy/config_files.h"
 #include "daemon/policy/config_json.h"
+#include "daemon/policy/config_retention.h"
 #include "daemon/report/logging.h"
+#include "daemon/handshake/core_pattern.h"
 #include "daemon/handshake/probe.h"
 #include "daemon/handshake/server.h"
 
@@ -62,10 +64,13 @@ int main(int argc, char** argv) {
     config.allow_unverified_peers = allow_unverified;
 
     if (check_config) {
+      coredumpd::require_usable_socket_path(config.socket_path);  // the kernel must be able to use it
       // The JSON alone on stdout, so it can be piped; what was read goes to stderr.
       std::printf("%s\n", coredumpd::config_to_json(config).dump(2).c_str());
       if (loaded.sources.empty()) std::fprintf(stderr, "coredumpd: no configuration file (%s): built-in defaults\n", config_file.c_str());
       for (const auto& s : loaded.sources) std::fprintf(stderr, "coredumpd: read %s\n", s.c_str());
+      std::fprintf(stderr, "coredumpd: %s\n",
+                   coredumpd::describe_retention(config.retention, config.defaults.max_core_bytes, config.store_dir).c_str());
       return 0;
     }
     if (probe) {
@@ -73,8 +78,11 @@ int main(int argc, char** argv) {
       return 0;
     }
 
+    // A path the kernel cannot connect to would lose every crash: refuse it before listening on it.
+    coredumpd::require_usable_socket_path(config.socket_path);
     if (loaded.sources.empty()) spdlog::info("no configuration file {}: built-in defaults", config_file);
     for (const auto& s : loaded.sources) spdlog::info("configuration read from {}", s);
+    spdlog::info("{}", coredumpd::describe_retention(config.retention, config.defaults.max_core_bytes, config.store_dir));
 
     coredumpd::ServerOptions options;
     options.config_file = config_file;

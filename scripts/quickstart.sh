@@ -76,8 +76,8 @@ done
 echo "kernel.core_pattern = $(cat "$PATTERN_FILE")"
 
 say "Crashing tests/programs/crasher (SIGSEGV)"
-# The kernel ignores RLIMIT_CORE for socket dumps, but coredumpd honours it (honor_rlimit_core):
-# with the usual `ulimit -c 0` it would record the crash without a core.
+# The kernel ignores RLIMIT_CORE for socket dumps, and so does coredumpd unless honor_rlimit_core
+# is set; the raised limit keeps the demo the same either way.
 set +e
 (ulimit -c unlimited && exec "$BUILD/tests/programs/crasher" --mode segv -- "hello world" second) 9>&- &
 crasher_pid=$!

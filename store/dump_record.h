@@ -64,7 +64,9 @@ struct DumpRecord {
   std::string boot_id;               ///< /proc/sys/kernel/random/boot_id of this boot
   std::uint32_t coredump_mask = 0;   ///< pidfd_info.coredump_mask (PIDFD_COREDUMPED, ..._ROOT)
 
-  // The fatal signal, from the core's NT_SIGINFO / NT_PRSTATUS notes (6.18 has no pidfd field).
+  // The fatal signal: the pidfd's coredump_signal at the handshake (PIDFD_INFO_COREDUMP_SIGNAL,
+  // 6.19+), else the core's NT_SIGINFO / NT_PRSTATUS notes; when neither, extra
+  // "signal_unavailable" says why (record_extras.h).
   std::optional<int> signal;
   std::optional<std::int64_t> crashing_tid_ns;  ///< NT_PRSTATUS pr_pid: TID in the task's own pid ns
 

@@ -34,6 +34,10 @@ inline constexpr const char* kRequest = "request";
 inline constexpr const char* kCollectErrors = "collect_errors";
 /// object name -> integer µs: how long each collector took.
 inline constexpr const char* kCollectTimingsUs = "collect_timings_us";
+/// string: why the record has no signal from the kernel (decode_coredump_signal() in
+/// daemon/proc/peer.h: "this kernel does not report it ..."); absent when the pidfd gave one.
+/// A core's own notes may still give the signal later (DumpRecord::signal).
+inline constexpr const char* kSignalUnavailable = "signal_unavailable";
 /// integer, bytes: the task's RLIMIT_CORE soft limit (absent if unknown).
 inline constexpr const char* kRlimitCore = "rlimit_core";
 /// object: /proc files read at the handshake (status, maps, namespaces, ...); the dump job adds

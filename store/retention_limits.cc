@@ -1,6 +1,10 @@
 #include "store/retention_limits.h"
 #include "util/text.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
 namespace coredumpd {
 
 namespace {
@@ -50,8 +54,31 @@ std::string lower_string(std::string_view s) {
 }  // namespace
 
 bool RetentionLimits::any() const {
-  return max_use_bytes || keep_free_bytes || keep_free_percent || max_age ||
+  return max_use_bytes || max_use_percent || keep_free_bytes || keep_free_percent || max_age ||
          max_use_per_uid_bytes || !max_use_per_rule_bytes.empty();
+}
+
+RetentionLimits default_retention() {
+  RetentionLimits l;
+  l.max_use_percent = 10.0;
+  l.keep_free_percent = 15.0;
+  l.percent_cap_bytes = std::uint64_t{4} << 30;
+  l.max_age = std::chrono::hours(24 * 3);
+  return l;
+}
+
+SpaceLimits resolve_space_limits(const RetentionLimits& l, std::optional<std::uint64_t> fs_total_bytes) {
+  const auto share = [&](std::optional<double> percent) -> std::optional<std::uint64_t> {
+    if (!percent || !fs_total_bytes) return std::nullopt;
+    const auto bytes = static_cast<std::uint64_t>(std::ceil(static_cast<double>(*fs_total_bytes) * *percent / 100.0));
+    return l.percent_cap_bytes ? std::min(bytes, *l.percent_cap_bytes) : bytes;
+  };
+  SpaceLimits s;
+  s.max_use_bytes = l.max_use_bytes;
+  if (const auto p = share(l.max_use_percent)) s.max_use_bytes = std::min(*p, l.max_use_bytes.value_or(UINT64_MAX));
+  s.keep_free_bytes = l.keep_free_bytes;
+  if (const auto p = share(l.keep_free_percent)) s.keep_free_bytes = std::max(*p, l.keep_free_bytes.value_or(0));
+  return s;
 }
 
 std::optional<std::uint64_t> parse_size(std::string_view text) {

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 #include <map>
 #include <utility>
@@ -174,24 +173,21 @@ class Vacuumer {
 
   /// Step 3: max_use and keep_free.
   void enforce_global() {
-    std::optional<std::uint64_t> want_free;
+    std::optional<std::uint64_t> want_free, max_use = limits_.max_use_bytes;
     std::uint64_t fs_free = 0;
-    if (limits_.keep_free_bytes || limits_.keep_free_percent) {
+    if (limits_.keep_free_bytes || limits_.keep_free_percent || limits_.max_use_percent) {
       if (const auto fs = fs_space(dirfd_)) {
         fs_free = fs->free_bytes;
-        std::uint64_t want = limits_.keep_free_bytes.value_or(0);
-        if (limits_.keep_free_percent) {
-          const double share = static_cast<double>(fs->total_bytes) * *limits_.keep_free_percent / 100.0;
-          want = std::max(want, static_cast<std::uint64_t>(std::ceil(share)));
-        }
-        want_free = want;
+        const SpaceLimits space = resolve_space_limits(limits_, fs->total_bytes);
+        want_free = space.keep_free_bytes;
+        max_use = space.max_use_bytes;
       } else {
-        result_.errors.push_back("keep_free: fstatvfs on the store: " + errno_text(errno));
+        result_.errors.push_back("keep_free/max_use: fstatvfs on the store: " + errno_text(errno));
       }
     }
     int remeasures = 0;
     for (;;) {
-      const bool over_use = limits_.max_use_bytes && total_ > *limits_.max_use_bytes;
+      const bool over_use = max_use && total_ > *max_use;
       bool low_free = want_free && fs_free + freed_disk_ < *want_free;
       if (!over_use && !low_free && want_free && freed_disk_ > 0 && !result_.dry_run &&
           remeasures < kMaxRemeasures) {
@@ -218,7 +214,7 @@ class Vacuumer {
       if (!e) {
         if (over_use)
           result_.unmet.push_back("max_use: cores use " + human_size(total_) + ", over " +
-                                  human_size(*limits_.max_use_bytes) +
+                                  human_size(*max_use) +
                                   ": nothing else can be removed");
         if (low_free)
           result_.unmet.push_back("keep_free: " + human_size(fs_free + freed_disk_) +

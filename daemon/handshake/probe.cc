@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "daemon/handshake/core_pattern.h"
+#include "daemon/policy/host_namespaces.h"
 #include "daemon/proc/peer.h"
 #include "store/index.h"
 #include "protocol/wire.h"
@@ -86,6 +87,7 @@ nlohmann::json probe_kernel(const std::string& store_dir, std::uint64_t close_fi
     out["core_pattern"] = {{"error", e.what()}};
   }
   out["pidfd"] = probe_pidfd();
+  out["host_namespaces"] = read_host_namespaces().to_json();
   out["close_files_bit"] = close_files_bit;
   out["close_files_bit_default"] = protocol::COREDUMP_CLOSE_FILES_DEFAULT;
 #ifdef COREDUMPD_HAVE_UAPI_COREDUMP_CLOSE_FILES  // cmake/KernelHeaders.cmake: an enum constant, not a macro

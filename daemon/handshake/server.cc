@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/policy/config_files.h"
+#include "daemon/policy/host_namespaces.h"
 #include "daemon/handshake/session.h"
 #include "daemon/dump/spool.h"
 #include "util/dir.h"
@@ -44,16 +45,6 @@ std::string read_boot_id() {
   std::getline(in, id);
   id.erase(std::remove(id.begin(), id.end(), '-'), id.end());
   return id;
-}
-
-nlohmann::json read_host_namespaces() {
-  static constexpr const char* kNamespaces[] = {"cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"};
-  auto out = nlohmann::json::object();
-  for (const char* ns : kNamespaces) {
-    struct stat st{};
-    if (::stat((std::string("/proc/1/ns/") + ns).c_str(), &st) == 0) out[ns] = static_cast<std::uint64_t>(st.st_ino);
-  }
-  return out;
 }
 
 // Removes leftovers of an earlier run that died mid-dump: named temp files (only created where the
@@ -119,7 +110,11 @@ Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
   ctx_ = std::make_unique<ServerContext>(io_, collectors_, dumps_, compressors_, spool_memory_, *index_, store_dir_.get(),
                                          read_boot_id(), stats_,
                                          config_);
-  ctx_->host_namespaces = read_host_namespaces();
+  // Said once: without a reference for a namespace type, crashes in it alone look like the host's.
+  const HostNamespaces host_ns = read_host_namespaces();
+  ctx_->host_namespaces = host_ns.inodes;
+  if (host_ns.missing.empty()) spdlog::info("host namespaces: {}", host_ns.describe());
+  else spdlog::warn("host namespaces: {}", host_ns.describe());
 
   const int passed = sd_listen_fds(1);
   if (passed > 1) throw std::runtime_error("systemd passed " + std::to_string(passed) + " sockets; expected one");

@@ -29,8 +29,8 @@ struct ServerContext : DumpContext {
   boost::asio::io_context& io;       ///< accept loop and handshakes; never blocks
   boost::asio::thread_pool& collectors;  ///< /proc reads during handshakes (blocking, bounded)
   std::string boot_id;
-  /// Namespace inodes of PID 1 ({"pid": ..., "mnt": ...}): "the host", even when this daemon runs
-  /// in namespaces of its own (systemd's PrivateTmp= gives it a mount namespace).
+  /// Namespace inodes of the host ({"pid": ..., "mnt": ...}, read_host_namespaces()): PID 1's, or
+  /// the kernel's fixed initial ones, never this daemon's own (PrivateTmp= gives it a mount namespace).
   nlohmann::json host_namespaces = nlohmann::json::object();
   std::atomic<int> in_flight{0};     ///< sessions not yet finished
   /// Rules' rate limits (Policy::rate_limit), counted across sessions; survives config reloads.

@@ -68,7 +68,11 @@ void Session::start() {
     record_.extra[extras::kOwnerMayRead] =
         (i.coredump_mask & PIDFD_COREDUMP_USER) != 0 && (i.coredump_mask & PIDFD_COREDUMP_ROOT) == 0;
     record_.extra[extras::kCgroupId] = i.cgroupid;
-    if (i.mask & PIDFD_INFO_COREDUMP_SIGNAL) record_.signal = static_cast<int>(i.coredump_signal);
+    const CoredumpSignal sig = decode_coredump_signal(i);
+    record_.signal = sig.signal;
+    if (!sig.signal) record_.extra[extras::kSignalUnavailable] = sig.absent;
+  } else {
+    record_.extra[extras::kSignalUnavailable] = "no pidfd information: " + peer_.error;
   }
 
   if (!peer_.is_crashing_task()) {

@@ -79,7 +79,8 @@ struct Config {
   /// prove the handshake deadline holds when a collector blocks.
   std::chrono::milliseconds test_collector_delay{0};
 
-  RetentionLimits retention;  ///< "retention": vacuum before and after each store
+  /// "retention": vacuum before and after each store. Default: systemd-coredump's (default_retention()).
+  RetentionLimits retention = default_retention();
 
   Policy defaults;          ///< policy when no rule matches
   std::vector<Rule> rules;  ///< first match wins

@@ -89,11 +89,13 @@ constexpr ConfigKey<Policy> kPolicy[] = {
      },
      .write = [](const Policy& p) -> json { return p.post_dump; }},
     boolean_key<&Policy::honor_rlimit_core>("honor_rlimit_core",
-        "Reject the dump of a task whose RLIMIT_CORE is 0 (the kernel ignores it for sockets)."),
+        "Reject the dump of a task whose RLIMIT_CORE is below one page (the kernel ignores it for sockets; "
+        "off as in Debian's systemd-coredump, which is passed 2^63 for %c)."),
     boolean_key<&Policy::capture_environ>("capture_environ", "Store /proc/<pid>/environ (it often holds secrets)."),
     integer_key<&Policy::compression_level>("compression_level", 1, 19, "zstd level of the stored core."),
     {.name = "max_core_bytes", .type = "integer or null", .min = 4096, .max = INT64_MAX, .values = ">= 4096",
-     .description = "Largest core stored, bytes (over_size decides what happens beyond); null: unlimited.",
+     .description = "Largest core stored, bytes (over_size decides what happens beyond); null: unlimited. Default "
+                    "32 GiB, systemd-coredump's ProcessSizeMax=.",
      .apply = [](const KeyValue& v, Policy& p) {
        if (v.value.is_null()) p.max_core_bytes.reset();
        else p.max_core_bytes = static_cast<std::uint64_t>(v.integer());

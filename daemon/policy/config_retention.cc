@@ -1,7 +1,10 @@
 // The table of the "retention" keys (config_keys.h) and parse_retention().
 #include "daemon/policy/config_retention.h"
 
+#include <sys/statvfs.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 
 #include <fmt/format.h>
@@ -73,29 +76,39 @@ constexpr ConfigKey<RetentionLimits> size_limit(std::string_view name, std::stri
           .write = [](const RetentionLimits& l) { return optional_json(l.*M); }};
 }
 
+// A limit written as a size or as "P%" of the filesystem (fields `B` and `P`): a document sets one
+// form and clears the other, so a later one can switch between them; null clears both.
+template <auto B, auto P>
+constexpr ConfigKey<RetentionLimits> size_or_percent(std::string_view name, std::string_view description) {
+  return {.name = name, .type = "size, \"P%\" or null", .values = "0% < P < 100%", .description = description,
+          .apply = [](const KeyValue& v, RetentionLimits& l) {
+            (l.*B).reset();
+            (l.*P).reset();
+            if (v.value.is_null()) return;
+            if (v.value.is_string() && trim_blanks(v.value.get_ref<const std::string&>()).ends_with('%')) {
+              const auto& s = v.value.get_ref<const std::string&>();
+              const auto p = parse_percent(s);
+              if (!p) v.fail("invalid percentage \"" + s + "\" (want more than 0% and less than 100%)");
+              l.*P = *p;
+            } else {
+              l.*B = retention_size(v);
+            }
+          },
+          .write = [](const RetentionLimits& l) { return (l.*P) ? json(percent_text(*(l.*P))) : optional_json(l.*B); }};
+}
+
 constexpr ConfigKey<RetentionLimits> kRetention[] = {
-    size_limit<&RetentionLimits::max_use_bytes>("max_use", "All stored cores together; the oldest go first."),
-    {.name = "keep_free", .type = "size, \"P%\" or null", .values = "0% < P < 100%",
-     .description = "Free space to leave on the store's filesystem.",
-     .apply = [](const KeyValue& v, RetentionLimits& l) {
-       l.keep_free_bytes.reset();
-       l.keep_free_percent.reset();
-       if (v.value.is_null()) return;
-       if (v.value.is_string() && trim_blanks(v.value.get_ref<const std::string&>()).ends_with('%')) {
-         const auto& s = v.value.get_ref<const std::string&>();
-         const auto p = parse_percent(s);
-         if (!p) v.fail("invalid percentage \"" + s + "\" (want more than 0% and less than 100%)");
-         l.keep_free_percent = *p;
-       } else {
-         l.keep_free_bytes = retention_size(v);
-       }
-     },
-     .write = [](const RetentionLimits& l) {  // a file sets one or the other
-       if (l.keep_free_percent) return json(percent_text(*l.keep_free_percent));
-       return optional_json(l.keep_free_bytes);
-     }},
+    size_or_percent<&RetentionLimits::max_use_bytes, &RetentionLimits::max_use_percent>(
+        "max_use", "All stored cores together, the oldest going first; \"P%\" of the filesystem's size, at most "
+                   "percent_cap (default 10%, as systemd-coredump's MaxUse=)."),
+    size_or_percent<&RetentionLimits::keep_free_bytes, &RetentionLimits::keep_free_percent>(
+        "keep_free", "Free space to leave on the store's filesystem; \"P%\" of its size, at most percent_cap "
+                     "(default 15%, as systemd-coredump's KeepFree=)."),
+    size_limit<&RetentionLimits::percent_cap_bytes>(
+        "percent_cap", "The most a max_use or keep_free given as \"P%\" comes to (default 4G, systemd-coredump's bound)."),
     {.name = "max_age", .type = "duration or null",
-     .description = "Dumps older than this are deleted (row and core).",
+     .description = "Dumps older than this are deleted, row and core (default 3d, systemd-tmpfiles' age for "
+                    "systemd-coredump's cores).",
      .apply = [](const KeyValue& v, RetentionLimits& l) {
        if (v.value.is_null()) l.max_age.reset();
        else l.max_age = retention_duration(v);
@@ -120,6 +133,34 @@ constexpr ConfigKey<RetentionLimits> kRetention[] = {
 }  // namespace
 
 std::span<const ConfigKey<RetentionLimits>> retention_keys() { return kRetention; }
+
+std::string describe_retention(const RetentionLimits& l, std::optional<std::uint64_t> max_core_bytes,
+                               const std::string& store_dir) {
+  // The store may not exist before the first start: its filesystem is its nearest existing parent's.
+  std::filesystem::path at = store_dir;
+  struct statvfs sv{};
+  while (::statvfs(at.c_str(), &sv) != 0 && at.has_parent_path() && at != at.parent_path()) at = at.parent_path();
+  std::optional<std::uint64_t> fs_total;
+  if (::statvfs(at.c_str(), &sv) == 0) fs_total = static_cast<std::uint64_t>(sv.f_blocks) * sv.f_frsize;
+  const SpaceLimits space = resolve_space_limits(l, fs_total);
+  const auto bytes = [](std::optional<std::uint64_t> b) { return b ? fmt::format("{} bytes", *b) : std::string("none"); };
+  const auto form = [&](std::optional<double> percent, std::optional<std::uint64_t> fixed) {
+    if (!percent) return std::string();
+    std::string s = " (" + percent_text(*percent) + " of the filesystem";
+    if (l.percent_cap_bytes) s += fmt::format(", at most {}", *l.percent_cap_bytes);
+    if (fixed) s += fmt::format(", and {} bytes", *fixed);
+    return s + ")";
+  };
+  std::string out = "retention for " + store_dir +
+                    (fs_total ? fmt::format(" (filesystem of {} bytes): ", *fs_total)
+                              : std::string(" (filesystem size unreadable: percentages do not apply): "));
+  out += "max_use " + bytes(space.max_use_bytes) + form(l.max_use_percent, l.max_use_bytes);
+  out += ", keep_free " + bytes(space.keep_free_bytes) + form(l.keep_free_percent, l.keep_free_bytes);
+  out += ", max_age " + (l.max_age ? fmt::format("{} s", l.max_age->count()) : std::string("none"));
+  out += ", max_use_per_uid " + bytes(l.max_use_per_uid_bytes);
+  out += ", max_core_bytes " + bytes(max_core_bytes);
+  return out;
+}
 
 RetentionLimits parse_retention(const std::string& origin, const json& j, RetentionLimits base) {
   RetentionLimits l = std::move(base);

@@ -25,8 +25,8 @@ struct ContainerInputs {
   std::string_view cgroup;  ///< /proc/<pid>/cgroup text (HandshakeFacts::cgroup)
   /// The process's namespace inodes, {"pid": 4026531836, ...} (HandshakeFacts::proc["namespaces"]).
   nlohmann::json namespaces = nlohmann::json::object();
-  /// The host's, same shape. Read them from /proc/1/ns, not /proc/self/ns: a daemon sandboxed by
-  /// systemd (PrivateTmp=, ProtectSystem=...) has a mount namespace of its own.
+  /// The host's, same shape (read_host_namespaces() in host_namespaces.h), not /proc/self/ns: a daemon
+  /// sandboxed by systemd (PrivateTmp=, ProtectSystem=...) has a mount namespace of its own.
   nlohmann::json host_namespaces = nlohmann::json::object();
   std::string_view status;   ///< /proc/<pid>/status text (NStgid:, NSpid:, Tgid:, Uid:, Gid: lines)
   std::string_view uid_map;  ///< /proc/<pid>/uid_map as read from the host's user namespace

@@ -1,6 +1,7 @@
 #include "daemon/policy/policy.h"
 
 #include <fnmatch.h>
+#include <unistd.h>
 
 #include <sstream>
 
@@ -26,6 +27,11 @@ std::optional<Action> action_from_name(std::string_view name) {
 }
 
 namespace {
+
+std::uint64_t page_bytes() {
+  static const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  return page;
+}
 
 bool glob(const std::string& pattern, const std::string& s) { return ::fnmatch(pattern.c_str(), s.c_str(), 0) == 0; }
 
@@ -106,9 +112,11 @@ protocol::Wants wants_for(const Policy& p, const HandshakeFacts& facts, std::str
     case Action::Forward:
       break;
   }
-  if (p.honor_rlimit_core && facts.rlimit_core == 0u) {
+  if (p.honor_rlimit_core && facts.rlimit_core && *facts.rlimit_core < page_bytes()) {
+    // As systemd-coredump's save_external_coredump() (src/coredump/coredump.c): "if (rlimit <
+    // page_size()) ... Resource limits disable core dumping"; nothing below a page is a readable core.
     w.mode = protocol::Mode::Reject;
-    reason = "RLIMIT_CORE is 0 (honor_rlimit_core)";
+    reason = "RLIMIT_CORE is " + std::to_string(*facts.rlimit_core) + " bytes, below one page (honor_rlimit_core)";
     return w;
   }
   if (p.max_core_bytes && !p.truncate_over_size && facts.estimated_core_bytes && *facts.estimated_core_bytes > *p.max_core_bytes) {

@@ -54,11 +54,15 @@ struct Policy {
   /// Post-dump collectors that read the still-live task ("smaps_rollup"). Non-empty means the ack
   /// carries WAIT, parking the task until they ran; empty means no WAIT.
   std::vector<std::string> post_dump = {"smaps_rollup"};
-  /// The kernel ignores RLIMIT_CORE for sockets (docs/PROTOCOL.md §7.1); we do not.
-  bool honor_rlimit_core = true;
+  /// The kernel ignores RLIMIT_CORE for sockets (docs/PROTOCOL.md §7.1). Off by default, as the
+  /// systemd-coredump Debian ships: it is passed 9223372036854775808 for %c, so it stores the crashes
+  /// of tasks whose limit is 0 (most shells). On: a limit below one page means no core (wants_for()).
+  bool honor_rlimit_core = false;
   bool capture_environ = false;   ///< store /proc/<pid>/environ (it often holds secrets)
   int compression_level = 3;      ///< zstd level
-  std::optional<std::uint64_t> max_core_bytes;  ///< larger cores are cut (over_size decides how)
+  /// Larger cores are cut (over_size decides how). Default: systemd-coredump's ProcessSizeMax= and
+  /// ExternalSizeMax= on 64-bit, 32 GiB (coredump.conf(5); 1 GiB on 32-bit).
+  std::optional<std::uint64_t> max_core_bytes = sizeof(void*) == 8 ? std::uint64_t{32} << 30 : std::uint64_t{1} << 30;
   bool truncate_over_size = true;  ///< over max: store the first max bytes flagged truncated (else reject)
   /// Stored cores of this rule beyond the limit become metadata-only records; unset: no limit.
   std::optional<RateLimit> rate_limit;

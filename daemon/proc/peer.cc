@@ -67,4 +67,12 @@ Peer identify_peer(int fd) {
   return peer;
 }
 
+CoredumpSignal decode_coredump_signal(const pidfd_info& info) {
+  if (!(info.mask & PIDFD_INFO_COREDUMP_SIGNAL)) return {std::nullopt, kNoCoredumpSignalText};
+  // _NSIG is 65 on Linux: signals 1..64.
+  if (info.coredump_signal == 0 || info.coredump_signal > 64)
+    return {std::nullopt, "the kernel reported coredump_signal " + std::to_string(info.coredump_signal) + ", not a signal"};
+  return {static_cast<int>(info.coredump_signal), ""};
+}
+
 }  // namespace coredumpd

@@ -18,20 +18,38 @@
 namespace coredumpd {
 
 // uapi values not in Debian 12's 6.1 headers (include/uapi/linux/pidfd.h, asm-generic/socket.h).
+// A newer <linux/pidfd.h> declares them as macros of the same value: where one was included before
+// this header, its macro stands and ours is not declared (a macro would rewrite the declaration).
 inline constexpr int SO_PEERPIDFD_OPT = 77;
+#ifndef PIDFD_INFO_PID
 inline constexpr std::uint64_t PIDFD_INFO_PID = 1U << 0;
+#endif
+#ifndef PIDFD_INFO_CREDS
 inline constexpr std::uint64_t PIDFD_INFO_CREDS = 1U << 1;
+#endif
+#ifndef PIDFD_INFO_CGROUPID
 inline constexpr std::uint64_t PIDFD_INFO_CGROUPID = 1U << 2;
+#endif
+#ifndef PIDFD_INFO_EXIT
 inline constexpr std::uint64_t PIDFD_INFO_EXIT = 1U << 3;
+#endif
+#ifndef PIDFD_INFO_COREDUMP
 inline constexpr std::uint64_t PIDFD_INFO_COREDUMP = 1U << 4;
+#endif
+#ifndef PIDFD_INFO_COREDUMP_SIGNAL
 inline constexpr std::uint64_t PIDFD_INFO_COREDUMP_SIGNAL = 1U << 6;  ///< 6.19+
+#endif
+#ifndef PIDFD_COREDUMPED
 inline constexpr std::uint32_t PIDFD_COREDUMPED = 1U << 0;
 inline constexpr std::uint32_t PIDFD_COREDUMP_SKIP = 1U << 1;
 inline constexpr std::uint32_t PIDFD_COREDUMP_USER = 1U << 2;
 inline constexpr std::uint32_t PIDFD_COREDUMP_ROOT = 1U << 3;
+#endif
+static_assert(PIDFD_INFO_COREDUMP == 1U << 4 && PIDFD_INFO_COREDUMP_SIGNAL == 1U << 6 && PIDFD_COREDUMP_ROOT == 1U << 3);
 
 /// struct pidfd_info, 88 bytes: always passed whole and zeroed, because the layout of bytes 72..87
 /// differs between kernel versions; we read nothing from there (docs/PROTOCOL.md §3.3).
+/// coredump_signal (bytes 68..71) is read only when the mask says the kernel filled it.
 struct pidfd_info {
   std::uint64_t mask;
   std::uint64_t cgroupid;
@@ -65,6 +83,21 @@ struct Peer {
     return cred_known && cred_pid == 0 && (!info || info->tgid == 0);
   }
 };
+
+/// The fatal signal of a crashing task as its pidfd_info reports it, or why it does not.
+struct CoredumpSignal {
+  std::optional<int> signal;  ///< 1..64, when the kernel reported one
+  std::string absent;         ///< why `signal` is empty (for the record and `dumpctl info`), else ""
+};
+
+/// Why a kernel gives no signal before the core: it lacks PIDFD_INFO_COREDUMP_SIGNAL.
+inline constexpr const char* kNoCoredumpSignalText =
+    "this kernel does not report it before the core (PIDFD_INFO_COREDUMP_SIGNAL needs Linux 6.19)";
+
+/// Decodes coredump_signal from `info`: a signal when the mask has PIDFD_INFO_COREDUMP_SIGNAL and the
+/// value is a signal number (1..64); otherwise `absent` says why (kNoCoredumpSignalText when the
+/// kernel does not fill the field, the value when it is not a signal). Pure.
+CoredumpSignal decode_coredump_signal(const pidfd_info& info);
 
 /// Reads SO_PEERCRED, SO_PEERPIDFD and PIDFD_GET_INFO for connected socket `fd`.
 /// Never throws; failures are described in Peer::error (e.g. a pre-6.5 kernel without SO_PEERPIDFD).

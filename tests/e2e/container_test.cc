@@ -383,4 +383,43 @@ TEST_F(Containers, KubernetesPodContainerIsMatchedByItsPodUid) {
   EXPECT_TRUE(r.path.empty());
 }
 
+// A namespaced crash that no runtime's cgroup names (a plain unshare): only its namespaces tell it
+// apart. PID 1's /proc/1/ns may be unreadable (it is on some hosts, even as root); the reference
+// then comes from the kernel's fixed initial-namespace inodes (host_namespaces.h), so the crash is
+// still told from the host's and a rule on "namespaces" matches it.
+TEST_F(Containers, AnUnrecognisedNamespacedCrashIsDetectedByItsNamespaces) {
+  FakeContainer plain(parent_, "plain", "", "plain-unshare");
+  start_daemon(R"({"rules": [
+    {"name": "namespaced", "match": {"namespaces": {"pid": "non-host", "mnt": "non-host"}}, "action": "metadata-only"}]})");
+  const auto runs = crash_in(plain);
+  ASSERT_EQ(runs.size(), 1u);
+  std::vector<DumpRecord> found;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        found.clear();
+        Index index(store_, false);
+        for (auto& r : index.list())
+          if (r.hostname == "plain" && r.state != DumpState::InProgress) found.push_back(r);
+        return !found.empty();
+      },
+      30s));
+  const DumpRecord& r = found[0];
+  EXPECT_EQ(r.extra.value("rule", "?"), "namespaced") << r.extra["container"].dump();
+  EXPECT_EQ(r.state, DumpState::MetadataOnly) << r.reason;
+  const auto& ct = r.extra["container"];
+  for (const char* ns : {"pid", "mnt", "user", "uts"}) EXPECT_EQ(ct["namespaces_differ"][ns], true) << ns << ct.dump();
+  EXPECT_EQ(ct["namespaces_differ"]["net"], false) << "unshare kept the host's network namespace";
+  EXPECT_EQ(ct.value("in_container", false), true);
+  EXPECT_EQ(ct.value("key", ""), "pidns:" + std::to_string(ct["pidns"].get<std::uint64_t>()));
+
+  // A crash on the host is not namespaced and the rule leaves it alone.
+  pid_t pid = 0;
+  const auto host = complete_dump_of_crash({"--mode", "segv"}, &pid);
+  ASSERT_TRUE(host);
+  EXPECT_EQ(host->extra.value("rule", "?"), "");
+  for (const char* ns : {"pid", "mnt", "user", "uts", "net"})
+    EXPECT_EQ(host->extra["container"]["namespaces_differ"][ns], false) << ns << host->extra["container"].dump();
+  EXPECT_NE(daemon_->log().find("host namespaces: "), std::string::npos) << "the reference is said at start";
+}
+
 }  // namespace

@@ -41,7 +41,7 @@ previous=$(cat /proc/sys/kernel/core_pattern)
 EXIT_HOOKS+=('printf "%s\n" "$previous" >/proc/sys/kernel/core_pattern; exec 9>&-')
 echo "@@$sock" >/proc/sys/kernel/core_pattern
 
-# honor_rlimit_core is on by default: raise the limit, then become nobody and crash.
+# Raise the limit (in case honor_rlimit_core is set), then become nobody and crash.
 rc=0
 (ulimit -c unlimited && cd / && exec setpriv --reuid=65534 --regid=65534 --clear-groups \
   "$CRASHER" --mode segv -- "arg with space") 9>&- 2>/dev/null || rc=$?

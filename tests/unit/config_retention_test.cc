@@ -61,7 +61,8 @@ TEST(RetentionParse, ErrorsNameOriginKeyAndReason) {
   EXPECT_EQ(err(R"({"max_use": "2X"})").rfind(o + "retention.max_use: invalid size \"2X\"", 0), 0U);
   EXPECT_EQ(err(R"({"max_use": -5})"), o + "retention.max_use: a size cannot be negative");
   EXPECT_EQ(err(R"({"max_use": 1.5})").rfind(o + "retention.max_use: expected a size", 0), 0U);
-  EXPECT_EQ(err(R"({"max_use": "10%"})").rfind(o + "retention.max_use: invalid size", 0), 0U);
+  EXPECT_EQ(err(R"({"max_use": "100%"})").rfind(o + "retention.max_use: invalid percentage", 0), 0U);
+  EXPECT_EQ(err(R"({"percent_cap": "10%"})").rfind(o + "retention.percent_cap: invalid size", 0), 0U);
   EXPECT_EQ(err(R"({"keep_free": "100%"})").rfind(o + "retention.keep_free: invalid percentage", 0), 0U);
   EXPECT_EQ(err(R"({"max_age": "soon"})").rfind(o + "retention.max_age: invalid duration", 0), 0U);
   EXPECT_EQ(err(R"({"max_age": 0})").rfind(o + "retention.max_age: duration 0 out of range", 0), 0U);
@@ -69,4 +70,48 @@ TEST(RetentionParse, ErrorsNameOriginKeyAndReason) {
                 .rfind(o + "retention.max_use_per_rule.web: invalid size", 0), 0U);
   EXPECT_EQ(err(R"({"max_use_per_rule": 5})")
                 .rfind(o + "retention.max_use_per_rule: expected an object", 0), 0U);
+}
+
+// max_use as "P%" of the filesystem, like keep_free; one form clears the other.
+TEST(RetentionParse, MaxUseAsAPercentageAndTheCap) {
+  const RetentionLimits l =
+      parse_retention("a", nlohmann::json::parse(R"({"max_use": "12.5%", "percent_cap": "1G"})"));
+  EXPECT_FALSE(l.max_use_bytes);
+  EXPECT_DOUBLE_EQ(*l.max_use_percent, 12.5);
+  EXPECT_EQ(l.percent_cap_bytes, 1024 * MiB);
+  EXPECT_TRUE(l.any());
+  const RetentionLimits l2 = parse_retention("b", nlohmann::json::parse(R"({"max_use": "2G", "percent_cap": null})"), l);
+  EXPECT_EQ(l2.max_use_bytes, 2048 * MiB);
+  EXPECT_FALSE(l2.max_use_percent);
+  EXPECT_FALSE(l2.percent_cap_bytes);
+}
+
+// The built-in limits are systemd-coredump's, and a document can lift each of them.
+TEST(RetentionDefaults, SystemdCoredumpsAndOverridable) {
+  const Config c;
+  EXPECT_DOUBLE_EQ(c.retention.max_use_percent.value_or(0), 10.0);
+  EXPECT_DOUBLE_EQ(c.retention.keep_free_percent.value_or(0), 15.0);
+  EXPECT_EQ(c.retention.percent_cap_bytes, 4096 * MiB);
+  EXPECT_EQ(c.retention.max_age, std::chrono::seconds(3 * 86400));
+  EXPECT_FALSE(c.retention.max_use_bytes);
+  EXPECT_EQ(c.defaults.max_core_bytes, 32 * 1024 * MiB);
+  const Config lifted = apply_config_json("x", R"({"retention": {"max_use": null, "keep_free": null, "max_age": null},
+                                                   "defaults": {"max_core_bytes": null}})", Config{});
+  EXPECT_FALSE(lifted.retention.max_use_percent);
+  EXPECT_FALSE(lifted.retention.keep_free_percent);
+  EXPECT_FALSE(lifted.retention.max_age);
+  EXPECT_FALSE(lifted.defaults.max_core_bytes);
+  EXPECT_FALSE(parse_retention("dumpctl", nlohmann::json::object()).any()) << "only the daemon's Config has defaults";
+}
+
+TEST(RetentionDefaults, DescribedInBytesForTheStoresFilesystem) {
+  const Config c;
+  // A store that does not exist yet: its nearest existing parent's filesystem.
+  const std::string line = describe_retention(c.retention, c.defaults.max_core_bytes, "/tmp/no/such/store");
+  EXPECT_EQ(line.rfind("retention for /tmp/no/such/store (filesystem of ", 0), 0U) << line;
+  EXPECT_NE(line.find("(10% of the filesystem, at most 4294967296)"), std::string::npos) << line;
+  EXPECT_NE(line.find("(15% of the filesystem, at most 4294967296)"), std::string::npos) << line;
+  EXPECT_NE(line.find("max_age 259200 s"), std::string::npos) << line;
+  EXPECT_NE(line.find("max_core_bytes 34359738368 bytes"), std::string::npos) << line;
+  EXPECT_EQ(line.find("max_use none"), std::string::npos) << line;
 }

@@ -1,5 +1,6 @@
 // Unit tests of configuration parsing and per-crash policy selection.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "daemon/policy/config.h"
 #include "tests/unit/config_test_util.h"
@@ -16,7 +17,7 @@ TEST(Config, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(c.store_dir, "/var/lib/coredumpd");
   EXPECT_EQ(c.handshake_timeout.count(), 2000);
   EXPECT_EQ(c.defaults.action, Action::Store);
-  EXPECT_TRUE(c.defaults.honor_rlimit_core);
+  EXPECT_FALSE(c.defaults.honor_rlimit_core) << "as the systemd-coredump Debian ships";
   EXPECT_FALSE(c.defaults.capture_environ);
   EXPECT_TRUE(c.defaults.close_files);
   EXPECT_EQ(c.close_files_bit, protocol::COREDUMP_CLOSE_FILES_DEFAULT);
@@ -157,13 +158,25 @@ TEST(Policy, WantsFollowThePolicyAndRlimit) {
   p.post_dump.clear();
   EXPECT_FALSE(wants_for(p, f, why).wait) << "no post-dump collectors: no WAIT";
 
+  // RLIMIT_CORE: ignored by default; honoured, anything below one page means no core.
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   f.rlimit_core = 0;
-  w = wants_for(p, f, why);
-  EXPECT_EQ(w.mode, protocol::Mode::Reject);
-  EXPECT_NE(why.find("RLIMIT_CORE is 0"), std::string::npos);
+  EXPECT_EQ(wants_for(p, f, why).mode, protocol::Mode::Kernel) << "not honoured by default";
+  p.honor_rlimit_core = true;
+  for (const std::uint64_t limit : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{100}, page - 1}) {
+    f.rlimit_core = limit;
+    why.clear();
+    EXPECT_EQ(wants_for(p, f, why).mode, protocol::Mode::Reject) << limit;
+    EXPECT_EQ(why, "RLIMIT_CORE is " + std::to_string(limit) + " bytes, below one page (honor_rlimit_core)");
+  }
+  for (const std::uint64_t limit : {page, UINT64_MAX}) {
+    f.rlimit_core = limit;
+    EXPECT_EQ(wants_for(p, f, why).mode, protocol::Mode::Kernel) << limit;
+  }
+  f.rlimit_core.reset();
+  EXPECT_EQ(wants_for(p, f, why).mode, protocol::Mode::Kernel) << "an unread limit does not refuse";
   p.honor_rlimit_core = false;
   why.clear();
-  EXPECT_EQ(wants_for(p, f, why).mode, protocol::Mode::Kernel);
 
   p.action = Action::MetadataOnly;
   EXPECT_EQ(wants_for(p, f, why).mode, protocol::Mode::Userspace);
@@ -250,6 +263,7 @@ TEST(Policy, ForwardFallsBackAsStore) {
   std::string why;
   EXPECT_EQ(wants_for(p, facts, why).mode, protocol::Mode::Kernel);
   facts.rlimit_core = 0;
+  p.honor_rlimit_core = true;
   EXPECT_EQ(wants_for(p, facts, why).mode, protocol::Mode::Reject);
   EXPECT_NE(why.find("RLIMIT_CORE"), std::string::npos);
 }

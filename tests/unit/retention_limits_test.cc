@@ -48,5 +48,32 @@ TEST(RetentionParse, PercentsAndDurations) {
   }
 }
 
+// Percentages resolved for a filesystem: capped, max_use the smaller form, keep_free the larger.
+TEST(RetentionResolve, PercentagesOfTheFilesystemWithTheCap) {
+  constexpr std::uint64_t GiB = std::uint64_t{1} << 30;
+  RetentionLimits l = default_retention();
+  // 20 GiB: 10% and 15% are below the 4 GiB cap.
+  SpaceLimits s = resolve_space_limits(l, 20 * GiB);
+  EXPECT_EQ(s.max_use_bytes, 2 * GiB);
+  EXPECT_EQ(s.keep_free_bytes, 3 * GiB);
+  // 252 GiB: both capped at 4 GiB, as systemd-coredump's DEFAULT_MAX_USE_UPPER / DEFAULT_KEEP_FREE_UPPER.
+  s = resolve_space_limits(l, 252 * GiB);
+  EXPECT_EQ(s.max_use_bytes, 4 * GiB);
+  EXPECT_EQ(s.keep_free_bytes, 4 * GiB);
+  // Unknown filesystem size: percentages do not apply.
+  s = resolve_space_limits(l, std::nullopt);
+  EXPECT_FALSE(s.max_use_bytes);
+  EXPECT_FALSE(s.keep_free_bytes);
+  // Both forms: the smaller max_use, the larger keep_free; no cap means the whole share.
+  l.percent_cap_bytes.reset();
+  l.max_use_bytes = 1 * GiB;
+  l.keep_free_bytes = 1 * GiB;
+  s = resolve_space_limits(l, 100 * GiB);
+  EXPECT_EQ(s.max_use_bytes, 1 * GiB);
+  EXPECT_EQ(s.keep_free_bytes, 15 * GiB);
+  // Rounded up: 10% of 1001 bytes is 100.1, so 101.
+  EXPECT_EQ(resolve_space_limits(default_retention(), 1001).max_use_bytes, 101u);
+}
+
 }  // namespace
 }  // namespace coredumpd

@@ -286,6 +286,27 @@ TEST_F(RetentionTest, KeepFreeOnSmallTmpfs) {
   EXPECT_NE(rx.unmet[0].find("keep_free"), std::string::npos);
 }
 
+// max_use as a percentage of the filesystem (systemd-coredump's MaxUse= default is 10%), bounded
+// by percent_cap.
+TEST_F(RetentionTest, MaxUsePercentOfTheFilesystemAndItsCap) {
+  if (const std::string why = mount_small_tmpfs(); !why.empty()) {
+    std::printf("skipping: %s\n", why.c_str());
+    GTEST_SKIP() << why;
+  }
+  for (int i = 1; i <= 5; ++i) add_sized(i, 1000, std::chrono::seconds(600 - 10 * i), MiB);
+  RetentionLimits l;
+  l.max_use_percent = 35;  // 3.5 MiB of the 10 MiB tmpfs: two of the five 1 MiB cores go
+  VacuumResult r = run_vacuum(l, make_id(5));
+  EXPECT_EQ(removed_ids(r), (std::vector<std::string>{make_id(1), make_id(2)}));
+  for (const auto& v : r.removed) EXPECT_EQ(v.reason, VacuumReason::MaxUse);
+  EXPECT_LE(usage(*index_).total.bytes, 3 * MiB + 512 * KiB);
+  l.percent_cap_bytes = 2 * MiB + 512 * KiB;  // now at most 2.5 MiB, whatever 35% comes to
+  r = run_vacuum(l, make_id(5));
+  EXPECT_EQ(removed_ids(r), (std::vector<std::string>{make_id(3)}));
+  EXPECT_TRUE(has_file(4));
+  EXPECT_TRUE(has_file(5));
+}
+
 TEST_F(RetentionTest, KeepFreeStopsWhenDeletedSpaceIsNotReleased) {
   if (const std::string why = mount_small_tmpfs(); !why.empty()) {
     std::printf("skipping: %s\n", why.c_str());
