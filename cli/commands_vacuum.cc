@@ -38,16 +38,19 @@ RetentionLimits limits_from(const VacuumOptions& o) {
       l.keep_free_bytes = size_arg(*o.keep_free, "--keep-free");
     }
   }
-  if (o.max_age) {
-    l.max_age = parse_duration(*o.max_age);
-    if (!l.max_age) {
-      throw DumpctlError("invalid --max-age duration '" + escape_for_display(*o.max_age) +
+  const auto duration_arg = [](const std::string& text, const char* flag) {
+    auto d = parse_duration(text);
+    if (!d) {
+      throw DumpctlError(std::string("invalid ") + flag + " duration '" + escape_for_display(text) +
                          "' (want seconds, or units s, min, h, d, w: 7d, 12h, 1d 6h)");
     }
-  }
+    return *d;
+  };
+  if (o.max_age) l.max_age = duration_arg(*o.max_age, "--max-age");
+  if (o.max_core_age) l.max_core_age = duration_arg(*o.max_core_age, "--max-core-age");
   if (!l.any()) {
     throw DumpctlError(
-        "nothing to do: give at least one of --max-use, --keep-free, --max-age, --max-use-per-uid");
+        "nothing to do: give at least one of --max-use, --keep-free, --max-age, --max-core-age, --max-use-per-uid");
   }
   return l;
 }

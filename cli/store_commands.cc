@@ -37,6 +37,8 @@ StoreCommands::StoreCommands(CLI::App& app) {
                       "Leave SIZE or PERCENT% of the store's filesystem free");
   vacuum_->add_option("--max-age", vacuum_opts_.max_age,
                       "Delete dumps (cores and records) older than DURATION (7d, 12h, 90min, ...)");
+  vacuum_->add_option("--max-core-age", vacuum_opts_.max_core_age,
+                      "Delete cores older than DURATION, keeping their records");
   vacuum_->add_option("--max-use-per-uid", vacuum_opts_.max_use_per_uid,
                       "Each uid's cores together at most SIZE");
   vacuum_->add_flag("-n,--dry-run", vacuum_opts_.dry_run, "Only show what would be deleted");

@@ -24,6 +24,7 @@ struct VacuumOptions {
   std::optional<std::string> max_use;          ///< all cores together at most SIZE
   std::optional<std::string> keep_free;        ///< leave SIZE or P% of the filesystem free
   std::optional<std::string> max_age;          ///< delete dumps older than DURATION ("7d", "12h")
+  std::optional<std::string> max_core_age;     ///< delete cores older than DURATION, keep the records
   std::optional<std::string> max_use_per_uid;  ///< each uid's cores together at most SIZE
   bool dry_run = false;                        ///< only report what would be removed
   bool json = false;                           ///< print a JSON object instead of text

@@ -54,7 +54,7 @@ std::string lower_string(std::string_view s) {
 }  // namespace
 
 bool RetentionLimits::any() const {
-  return max_use_bytes || max_use_percent || keep_free_bytes || keep_free_percent || max_age ||
+  return max_use_bytes || max_use_percent || keep_free_bytes || keep_free_percent || max_age || max_core_age ||
          max_use_per_uid_bytes || !max_use_per_rule_bytes.empty();
 }
 
@@ -63,7 +63,7 @@ RetentionLimits default_retention() {
   l.max_use_percent = 10.0;
   l.keep_free_percent = 15.0;
   l.percent_cap_bytes = std::uint64_t{4} << 30;
-  l.max_age = std::chrono::hours(24 * 3);
+  l.max_core_age = std::chrono::hours(24 * 3);
   return l;
 }
 

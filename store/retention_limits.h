@@ -33,7 +33,10 @@ struct RetentionLimits {
   /// The most a percentage (max_use_percent, keep_free_percent) comes to, bytes: systemd's 4 GiB
   /// bound on the MaxUse= and KeepFree= it derives from the filesystem's size. Unset: no bound.
   std::optional<std::uint64_t> percent_cap_bytes;
-  std::optional<std::chrono::seconds> max_age;        ///< rows older than this are deleted, seconds
+  std::optional<std::chrono::seconds> max_age;        ///< rows older than this are deleted, core and row, seconds
+  /// Cores older than this are deleted, seconds; the row stays, marked vacuumed (the history of
+  /// crashes outlives the cores, as journal entries outlive systemd-coredump's files).
+  std::optional<std::chrono::seconds> max_core_age;
   std::optional<std::uint64_t> max_use_per_uid_bytes; ///< cores of one real uid together, bytes
   /// Cores of dumps whose policy came from rule NAME (DumpRecord::rule) together, bytes. The key
   /// "" is the dumps no rule matched (the defaults policy).
@@ -46,7 +49,8 @@ struct RetentionLimits {
 /// The daemon's limits when its configuration sets none, those of systemd-coredump (`dumpctl
 /// vacuum` applies only what it is given): max_use 10% and keep_free 15% of the filesystem, each at
 /// most 4 GiB (src/coredump/coredump-vacuum.c: DEFAULT_MAX_USE_UPPER, DEFAULT_KEEP_FREE_UPPER), and
-/// max_age 3 days (tmpfiles.d/systemd.conf: "d /var/lib/systemd/coredump 0755 root root 3d").
+/// max_core_age 3 days (tmpfiles.d/systemd.conf: "d /var/lib/systemd/coredump 0755 root root 3d",
+/// which removes the files and leaves the journal entries: records stay, no max_age).
 RetentionLimits default_retention();
 
 /// max_use and keep_free in bytes on a filesystem of `fs_total_bytes` (std::nullopt: its size is

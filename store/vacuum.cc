@@ -8,6 +8,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -52,7 +53,7 @@ class Vacuumer {
 
   VacuumResult run() {
     load();
-    if (limits_.max_age) expire();
+    if (limits_.max_age || limits_.max_core_age) expire();
     for (const GroupKind k : kGroupKinds) enforce_quotas(k);
     enforce_global();
     return std::move(result_);
@@ -81,13 +82,18 @@ class Vacuumer {
     }
   }
 
-  /// Step 1: rows older than max_age go entirely (core file first).
+  /// Step 1: rows older than max_age go entirely (core file first); cores older than max_core_age
+  /// go, their rows stay.
   void expire() {
-    const std::int64_t age_us = limits_.max_age->count() * 1'000'000;
-    const std::int64_t cutoff = now_us_ - age_us;
+    const auto cutoff = [this](const std::optional<std::chrono::seconds>& age) {
+      return age ? now_us_ - age->count() * 1'000'000 : std::numeric_limits<std::int64_t>::min();
+    };
+    const std::int64_t row_cutoff = cutoff(limits_.max_age);
+    const std::int64_t core_cutoff = cutoff(limits_.max_core_age);
     for (auto& e : entries_) {
-      if (e.done || e.rec.timestamp_us >= cutoff) continue;
-      if (e.rec.state == DumpState::InProgress || e.rec.id == keep_id_) continue;
+      if (e.done || e.rec.state == DumpState::InProgress || e.rec.id == keep_id_) continue;
+      const bool row_expired = e.rec.timestamp_us < row_cutoff;
+      if (!row_expired && !(e.counted && e.rec.timestamp_us < core_cutoff)) continue;
       if (!e.rec.path.empty() && !is_core_file_of(e.rec.id, e.rec.path)) {
         result_.errors.push_back("dump " + e.rec.id +
                                  ": core path is not \"<id>.zst\" or \"<id>.core\"; not deleted"
@@ -95,7 +101,7 @@ class Vacuumer {
         e.done = true;
         continue;
       }
-      remove(e, VacuumReason::MaxAge);
+      remove(e, row_expired ? VacuumReason::MaxAge : VacuumReason::MaxCoreAge);
     }
   }
 
@@ -336,6 +342,7 @@ class Vacuumer {
 const char* vacuum_reason_name(VacuumReason r) {
   switch (r) {
     case VacuumReason::MaxAge: return "max_age";
+    case VacuumReason::MaxCoreAge: return "max_core_age";
     case VacuumReason::UidQuota: return "uid_quota";
     case VacuumReason::RuleQuota: return "rule_quota";
     case VacuumReason::MaxUse: return "max_use";

@@ -7,6 +7,7 @@
 //     (the path is "<id>.core" for a core stored uncompressed, compression "none").
 //     `stored_size` keeps its value (how big the core was); usage no longer counts it because a
 //     dump counts only while it has a `path`.
+//   - a core older than max_core_age goes as for a size limit (reason "max_core_age"), its row stays;
 //   - a row older than max_age (any state but in_progress) is deleted entirely, its core file
 //     first: max_age bounds the index as well as the disk.
 // The file is always unlinked before the row changes, so a crash in between leaves a row whose
@@ -27,9 +28,9 @@
 namespace coredumpd {
 
 /// Why a dump was vacuumed.
-enum class VacuumReason { MaxAge, UidQuota, RuleQuota, MaxUse, KeepFree };
+enum class VacuumReason { MaxAge, MaxCoreAge, UidQuota, RuleQuota, MaxUse, KeepFree };
 
-/// Stable name: "max_age", "uid_quota", "rule_quota", "max_use", "keep_free".
+/// Stable name: "max_age", "max_core_age", "uid_quota", "rule_quota", "max_use", "keep_free".
 const char* vacuum_reason_name(VacuumReason r);
 
 /// One dump that vacuum() removed (or, in a dry run, would remove).
@@ -63,6 +64,7 @@ struct VacuumResult {
 /// Deletes cores (see the top of this file for what happens to rows) until every limit holds, in
 /// this order:
 ///   1. max_age: every row (any state but in_progress) with timestamp older than now - max_age;
+///      max_core_age: every core older than now - max_core_age (the row stays);
 ///   2. quotas: for each uid over max_use_per_uid_bytes and each rule over its
 ///      max_use_per_rule_bytes entry, that group's oldest cores first;
 ///   3. max_use_bytes and keep_free (bytes / percent, via fstatvfs on `store_dirfd`): repeatedly the

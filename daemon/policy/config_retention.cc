@@ -107,13 +107,20 @@ constexpr ConfigKey<RetentionLimits> kRetention[] = {
     size_limit<&RetentionLimits::percent_cap_bytes>(
         "percent_cap", "The most a max_use or keep_free given as \"P%\" comes to (default 4G, systemd-coredump's bound)."),
     {.name = "max_age", .type = "duration or null",
-     .description = "Dumps older than this are deleted, row and core (default 3d, systemd-tmpfiles' age for "
-                    "systemd-coredump's cores).",
+     .description = "Dumps older than this are deleted, record and core (default none: records stay).",
      .apply = [](const KeyValue& v, RetentionLimits& l) {
        if (v.value.is_null()) l.max_age.reset();
        else l.max_age = retention_duration(v);
      },
      .write = [](const RetentionLimits& l) { return l.max_age ? json(l.max_age->count()) : json(nullptr); }},
+    {.name = "max_core_age", .type = "duration or null",
+     .description = "Cores older than this are deleted, their records stay (default 3d, systemd-tmpfiles' age for "
+                    "systemd-coredump's cores).",
+     .apply = [](const KeyValue& v, RetentionLimits& l) {
+       if (v.value.is_null()) l.max_core_age.reset();
+       else l.max_core_age = retention_duration(v);
+     },
+     .write = [](const RetentionLimits& l) { return l.max_core_age ? json(l.max_core_age->count()) : json(nullptr); }},
     size_limit<&RetentionLimits::max_use_per_uid_bytes>("max_use_per_uid", "Cores of one real uid together."),
     {.name = "max_use_per_rule", .type = "object or null", .values = "{\"<rule name>\": SIZE}",
      .description = "Cores of the dumps each rule chose together (\"\": dumps no rule matched).",
@@ -157,6 +164,7 @@ std::string describe_retention(const RetentionLimits& l, std::optional<std::uint
   out += "max_use " + bytes(space.max_use_bytes) + form(l.max_use_percent, l.max_use_bytes);
   out += ", keep_free " + bytes(space.keep_free_bytes) + form(l.keep_free_percent, l.keep_free_bytes);
   out += ", max_age " + (l.max_age ? fmt::format("{} s", l.max_age->count()) : std::string("none"));
+  out += ", max_core_age " + (l.max_core_age ? fmt::format("{} s", l.max_core_age->count()) : std::string("none"));
   out += ", max_use_per_uid " + bytes(l.max_use_per_uid_bytes);
   out += ", max_core_bytes " + bytes(max_core_bytes);
   return out;

@@ -135,10 +135,11 @@ TEST_F(CheckConfig, SaysTheRetentionLimitsInBytesForTheStoresFilesystem) {
   EXPECT_EQ(j["retention"]["max_use"], "10%");
   EXPECT_EQ(j["retention"]["keep_free"], "15%");
   EXPECT_EQ(j["retention"]["percent_cap"], 4294967296ULL);
-  EXPECT_EQ(j["retention"]["max_age"], 259200);
+  EXPECT_EQ(j["retention"]["max_core_age"], 259200);
+  EXPECT_TRUE(j["retention"]["max_age"].is_null());
   EXPECT_EQ(j["defaults"]["max_core_bytes"], 34359738368ULL);
   EXPECT_NE(err.find("coredumpd: retention for " + dir_ / "store" + " (filesystem of "), std::string::npos) << err;
-  EXPECT_NE(err.find("max_age 259200 s"), std::string::npos) << err;
+  EXPECT_NE(err.find("max_age none, max_core_age 259200 s"), std::string::npos) << err;
   const auto lifted_file = dir_ / "lifted.json";
   write("lifted.json", R"({"retention": {"max_use": "1G", "keep_free": null}})");
   const auto [rc2, out2, err2] = check({"--config", lifted_file, "--store", dir_ / "store"});

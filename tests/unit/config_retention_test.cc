@@ -92,14 +92,15 @@ TEST(RetentionDefaults, SystemdCoredumpsAndOverridable) {
   EXPECT_DOUBLE_EQ(c.retention.max_use_percent.value_or(0), 10.0);
   EXPECT_DOUBLE_EQ(c.retention.keep_free_percent.value_or(0), 15.0);
   EXPECT_EQ(c.retention.percent_cap_bytes, 4096 * MiB);
-  EXPECT_EQ(c.retention.max_age, std::chrono::seconds(3 * 86400));
+  EXPECT_EQ(c.retention.max_core_age, std::chrono::seconds(3 * 86400));
+  EXPECT_FALSE(c.retention.max_age) << "records outlive their cores by default";
   EXPECT_FALSE(c.retention.max_use_bytes);
   EXPECT_EQ(c.defaults.max_core_bytes, 32 * 1024 * MiB);
-  const Config lifted = apply_config_json("x", R"({"retention": {"max_use": null, "keep_free": null, "max_age": null},
+  const Config lifted = apply_config_json("x", R"({"retention": {"max_use": null, "keep_free": null, "max_core_age": null},
                                                    "defaults": {"max_core_bytes": null}})", Config{});
   EXPECT_FALSE(lifted.retention.max_use_percent);
   EXPECT_FALSE(lifted.retention.keep_free_percent);
-  EXPECT_FALSE(lifted.retention.max_age);
+  EXPECT_FALSE(lifted.retention.max_core_age);
   EXPECT_FALSE(lifted.defaults.max_core_bytes);
   EXPECT_FALSE(parse_retention("dumpctl", nlohmann::json::object()).any()) << "only the daemon's Config has defaults";
 }
@@ -111,7 +112,7 @@ TEST(RetentionDefaults, DescribedInBytesForTheStoresFilesystem) {
   EXPECT_EQ(line.rfind("retention for /tmp/no/such/store (filesystem of ", 0), 0U) << line;
   EXPECT_NE(line.find("(10% of the filesystem, at most 4294967296)"), std::string::npos) << line;
   EXPECT_NE(line.find("(15% of the filesystem, at most 4294967296)"), std::string::npos) << line;
-  EXPECT_NE(line.find("max_age 259200 s"), std::string::npos) << line;
+  EXPECT_NE(line.find("max_age none, max_core_age 259200 s"), std::string::npos) << line;
   EXPECT_NE(line.find("max_core_bytes 34359738368 bytes"), std::string::npos) << line;
   EXPECT_EQ(line.find("max_use none"), std::string::npos) << line;
 }

@@ -1,6 +1,7 @@
 // vacuum(): quotas, max_use, keep_free on a real tmpfs, max_age, the protected dump, symlinks,
 // raw cores.
 #include "store/vacuum.h"
+#include "store/record_extras.h"
 
 #include "tests/unit/retention_fixture.h"
 
@@ -195,6 +196,41 @@ TEST_F(RetentionTest, MaxAgeDeletesOldRowsEntirely) {
   EXPECT_TRUE(has_file(6));
   EXPECT_TRUE(has_file(7));
   EXPECT_EQ(index_->list().size(), 3U);
+}
+
+// max_core_age takes the old cores and keeps every row, marked vacuumed; max_age, when also set,
+// still deletes the rows older than it.
+TEST_F(RetentionTest, MaxCoreAgeDeletesOldCoresAndKeepsTheirRows) {
+  add_sized(1, 1000, 10 * 24h, 10 * KiB);
+  add_sized(2, 1000, 4 * 24h, 10 * KiB);
+  add(3, 1000, 5 * 24h, "", "", DumpState::MetadataOnly);
+  add(4, 1000, 8 * 24h, "core", "", DumpState::InProgress);
+  add_sized(5, 2000, 1h, 10 * KiB);
+
+  RetentionLimits l;
+  l.max_core_age = 3 * 24h;
+  VacuumResult r = run_vacuum(l);
+  EXPECT_EQ(removed_ids(r), (std::vector<std::string>{make_id(1), make_id(2)}));
+  for (const auto& v : r.removed) {
+    EXPECT_EQ(v.reason, VacuumReason::MaxCoreAge);
+    EXPECT_FALSE(v.row_deleted);
+  }
+  EXPECT_FALSE(has_file(1));
+  EXPECT_FALSE(has_file(2));
+  EXPECT_TRUE(has_file(4));
+  EXPECT_TRUE(has_file(5));
+  const auto kept = index_->get(make_id(1));
+  ASSERT_TRUE(kept);
+  EXPECT_TRUE(kept->path.empty());
+  EXPECT_EQ(kept->extra.at(extras::kVacuumed).at("reason"), "max_core_age");
+  EXPECT_EQ(index_->list().size(), 5U);
+
+  l.max_age = 7 * 24h;
+  r = run_vacuum(l);
+  EXPECT_EQ(removed_ids(r), (std::vector<std::string>{make_id(1)}));
+  EXPECT_EQ(r.removed.at(0).reason, VacuumReason::MaxAge);
+  EXPECT_FALSE(index_->get(make_id(1)));
+  EXPECT_EQ(index_->list().size(), 4U);
 }
 
 TEST_F(RetentionTest, DryRunChangesNothing) {
