@@ -46,10 +46,12 @@ void CollectorPool::work() {
     }
     auto job = std::move(jobs_.front());
     jobs_.pop_front();
+    ++running_;
     lock.unlock();
     job();
     job = nullptr;  // the job's captures die here, not under the lock
     lock.lock();
+    --running_;
   }
   --threads_;
   exited_.notify_all();
@@ -64,7 +66,7 @@ void CollectorPool::join() {
 
 CollectorPool::Load CollectorPool::load() const {
   std::lock_guard lock(mu_);
-  return {threads_, threads_ - idle_, jobs_.size(), peak_};
+  return {threads_, running_, jobs_.size(), peak_};
 }
 
 }  // namespace coredumpd

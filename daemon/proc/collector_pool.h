@@ -60,7 +60,7 @@ class CollectorPool {
   std::condition_variable wake_;     // a job or stop for idle threads
   std::condition_variable exited_;   // a thread exited (join waits for none left)
   std::deque<std::function<void()>> jobs_;
-  std::size_t threads_ = 0, idle_ = 0, peak_ = 0;
+  std::size_t threads_ = 0, idle_ = 0, running_ = 0, peak_ = 0;
   bool stopping_ = false;
 };
 
