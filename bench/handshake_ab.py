@@ -20,6 +20,8 @@ def pct(values, p):
 
 
 def run_one(fake_kernel, socket):
+    # fake-kernel's exit status is its own expectations' (none given here); a lost crash shows as a
+    # missing record.
     return subprocess.run([fake_kernel, "--socket", socket, "--core-bytes", str(64 << 10)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
 
@@ -49,19 +51,24 @@ def measure(name, binary, args):
     finally:
         daemon.terminate()
         daemon.wait()
-    rows = [json.loads(e) for (e,) in sqlite3.connect(f"{store}/index.sqlite").execute(
-        "SELECT extra FROM dumps ORDER BY id")]
+    rows = [dict(json.loads(e), _comm=c, _cwd=w) for (e, c, w) in sqlite3.connect(f"{store}/index.sqlite").execute(
+        "SELECT extra, comm, cwd FROM dumps ORDER BY id")]
+    if len(rows) != args.sequential + args.burst:
+        print(f"{name}: {len(rows)} records for {args.sequential + args.burst} crashes (see {work}/log)")
     seq, burst = rows[:args.sequential], rows[args.sequential:]
     for label, part in (("sequential", seq), (f"{args.burst} at once", burst)):
         hs = [r.get("handshake_us", 0) for r in part]
         steps = [r.get("handshake_steps_us", {}) for r in part]
         col = [s["collect_end"] - s["collect_start"] for s in steps if "collect_end" in s]
         wait = [s["collect_start"] - s.get("request", 0) for s in steps if "collect_start" in s]
-        incomplete = sum(1 for r in part if "metadata_incomplete" in r)
+        # Acked at the deadline before the collection came back (older binaries: collect_errors.collect).
+        incomplete = sum(1 for r in part if "metadata_incomplete" in r or "collect" in r.get("collect_errors", {}))
+        no_comm = sum(1 for r in part if not r["_comm"])
+        no_cwd = sum(1 for r in part if not r["_cwd"])
         print(f"{name:8} {label:12} n={len(part):3}  handshake_us median {statistics.median(hs) if hs else 0:8.0f}"
               f" p90 {pct(hs, 90):8.0f} max {max(hs, default=0):8.0f} | collect_us median "
               f"{statistics.median(col) if col else 0:7.0f} max {max(col, default=0):8.0f} | wait for a "
-              f"collector thread max {max(wait, default=0):8.0f} | metadata incomplete {incomplete}")
+              f"collector thread max {max(wait, default=0):8.0f} | acked at the deadline {incomplete}, without comm {no_comm}, without cwd {no_cwd}")
 
 
 def main():
