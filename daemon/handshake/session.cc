@@ -224,6 +224,12 @@ void Session::note_metadata_incomplete(const std::string& why) {
 
 void Session::send_ack() {
   state_ = State::SendingAck;
+  // The ack is ready now: a fresh bound for writing it, so a collection that returns just as the
+  // first deadline expires is not cut off mid-write (and the crash lost) by that deadline.
+  deadline_.expires_after(config_->handshake_timeout);
+  deadline_.async_wait([self = shared_from_this()](error_code ec) {
+    if (!ec) self->on_deadline();
+  });
   std::string why;
   protocol::Wants wants = wants_for(policy_, facts_, why);
   if (forwarded_peer_) wants.wait = false;  // nothing to collect from a task we cannot see
@@ -331,6 +337,9 @@ void Session::hand_off_dump() {
 }
 
 void Session::on_deadline() {
+  // An expiry queued before send_ack() or read_marker() re-armed the timer cannot be cancelled any
+  // more; the new deadline decides.
+  if (deadline_.expiry() > Clock::now()) return;
   switch (state_) {
     case State::ReadingRequest:
       return end(Outcome::HandshakeTimeout,

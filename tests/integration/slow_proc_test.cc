@@ -78,10 +78,10 @@ class SlowProc : public ::testing::Test {
   ScopedCoreLimit core_limit_{~0ULL};  // the peer is this process: its RLIMIT_CORE is policy input
 };
 
-// The stall outlasts the collection deadline (80 % of 1000 ms): every crash is acked with what the
+// The stall outlasts the handshake (800 ms): every crash is acked at its deadline with what the
 // collectors before cwd found, and the record names the collectors that missed.
 TEST_F(SlowProc, EveryRecordKeepsWhatWasCollectedBeforeTheStall) {
-  start(R"({"handshake_timeout_ms": 1000, "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})");
+  start(R"({"handshake_timeout_ms": 800, "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})");
   crash_all_at_once();
   const auto all = settled_records();
   ASSERT_EQ(all.size(), static_cast<std::size_t>(kCrashes));
@@ -117,6 +117,21 @@ TEST_F(SlowProc, EveryRecordKeepsWhatWasCollectedBeforeTheStall) {
   EXPECT_EQ(lines, static_cast<std::size_t>(kCrashes)) << log;
   EXPECT_NE(log.find("pid " + std::to_string(::getpid())), std::string::npos);
   EXPECT_NE(log.find("missed: cwd, cgroup, limits, fds"), std::string::npos) << log;
+}
+
+// The stall ends just as the handshake deadline expires (both 1000 ms): whichever comes first, the
+// ack is sent and every crash stored. The deadline used to close the socket under an ack being
+// written when the collection came back at that moment.
+TEST_F(SlowProc, ACollectionReturningAtTheDeadlineStillAcks) {
+  start(R"({"handshake_timeout_ms": 1000, "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})");
+  crash_all_at_once();
+  const auto all = settled_records();
+  ASSERT_EQ(all.size(), static_cast<std::size_t>(kCrashes));
+  for (const auto& r : all) {
+    EXPECT_EQ(r.state, DumpState::Complete) << r.reason;
+    EXPECT_FALSE(r.comm.empty());
+    EXPECT_TRUE(r.extra.contains(extras::kMetadataIncomplete)) << "cgroup and later ran after the 800 ms collection deadline";
+  }
 }
 
 // The stall is shorter than the collection deadline (80 % of 3000 ms). With two collector threads
