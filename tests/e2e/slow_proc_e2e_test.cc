@@ -28,18 +28,31 @@ std::vector<std::string> strings_of(const nlohmann::json& j) {
 
 bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
+class SlowProcRealKernel : public RealKernel {
+ protected:
+  // A segfaulting crasher whose `collector` read stalls 2 s against a 1 s handshake: its stored
+  // record (a failed assertion if there is none, or it is not complete), and the collectors it
+  // names as missed.
+  std::optional<DumpRecord> crash_with_stall(const std::string& collector, std::vector<std::string>& missed) {
+    start_daemon(R"({"handshake_timeout_ms": 1000, "testing": {"collector_delay_ms": 2000, "collector_delay_in": ")" +
+                 collector + R"("}})");
+    pid_t pid = 0;
+    const auto st = crash({"--mode", "segv"}, &pid);
+    EXPECT_TRUE(st.exited && st.core_dumped());
+    auto rec = stored_dump_of(pid);
+    if (!rec) return rec;
+    EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+    missed = strings_of(rec->extra[extras::kMetadataIncomplete]["missed"]);
+    return rec;
+  }
+};
+
 // The very first read (comm) stalls 2 s against a 1 s handshake: nothing comes from /proc, and
 // the record still names the crasher, from NT_PRPSINFO, NT_FILE and NT_AUXV.
-TEST_F(RealKernel, StalledCommReadIsFilledFromTheCore) {
-  start_daemon(R"({"handshake_timeout_ms": 1000, "testing": {"collector_delay_ms": 2000, "collector_delay_in": "comm"}})");
-  pid_t pid = 0;
-  const auto st = crash({"--mode", "segv"}, &pid);
-  ASSERT_TRUE(st.exited);
-  EXPECT_TRUE(st.core_dumped());
-  const auto rec = stored_dump_of(pid);
+TEST_F(SlowProcRealKernel, StalledCommReadIsFilledFromTheCore) {
+  std::vector<std::string> missed;
+  const auto rec = crash_with_stall("comm", missed);
   ASSERT_TRUE(rec);
-  EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
-  const auto missed = strings_of(rec->extra[extras::kMetadataIncomplete]["missed"]);
   ASSERT_FALSE(missed.empty()) << rec->extra.dump();
   EXPECT_EQ(missed.front(), "comm");
   const auto from_core = strings_of(rec->extra[extras::kFromCore]);
@@ -59,15 +72,10 @@ TEST_F(RealKernel, StalledCommReadIsFilledFromTheCore) {
 
 // A later read (cwd) stalls: comm, exe and the command line come from /proc, and only what the
 // handshake did not get (the mappings, the signal) from the core.
-TEST_F(RealKernel, StalledCwdReadKeepsCommAndExeFromProc) {
-  start_daemon(R"({"handshake_timeout_ms": 1000, "testing": {"collector_delay_ms": 2000, "collector_delay_in": "cwd"}})");
-  pid_t pid = 0;
-  const auto st = crash({"--mode", "segv"}, &pid);
-  ASSERT_TRUE(st.exited);
-  const auto rec = stored_dump_of(pid);
+TEST_F(SlowProcRealKernel, StalledCwdReadKeepsCommAndExeFromProc) {
+  std::vector<std::string> missed;
+  const auto rec = crash_with_stall("cwd", missed);
   ASSERT_TRUE(rec);
-  EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
-  const auto missed = strings_of(rec->extra[extras::kMetadataIncomplete]["missed"]);
   ASSERT_FALSE(missed.empty()) << rec->extra.dump();
   EXPECT_EQ(missed.front(), "cwd");
   const auto from_core = strings_of(rec->extra[extras::kFromCore]);

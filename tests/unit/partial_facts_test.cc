@@ -52,6 +52,13 @@ struct Child {
     release = p[1];
     pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   }
+  // Its /proc directory, proven by its pidfd; std::nullopt (with a test failure) if it cannot be had.
+  std::optional<ProcDir> proc() const {
+    std::string error;
+    auto dir = pidfd >= 0 ? ProcDir::open(pidfd, pid, error) : std::nullopt;
+    EXPECT_TRUE(dir) << error;
+    return dir;
+  }
   ~Child() {
     ::close(release);
     ::waitpid(pid, nullptr, 0);
@@ -108,10 +115,8 @@ TEST(PartialFacts, SnapshotNamesEveryCollectorNotFinished) {
 // (on another thread, as the session does) has what the collectors before cwd read.
 TEST(PartialFacts, StalledCollectorKeepsWhatCameBefore) {
   Child child;
-  ASSERT_GE(child.pidfd, 0);
-  std::string error;
-  auto proc = ProcDir::open(child.pidfd, child.pid, error);
-  ASSERT_TRUE(proc) << error;
+  auto proc = child.proc();
+  ASSERT_TRUE(proc);
   CollectLimits limits;
   limits.deadline = std::chrono::steady_clock::now() + 30s;
   limits.test_delay = 3s;
@@ -143,10 +148,8 @@ TEST(PartialFacts, StalledCollectorKeepsWhatCameBefore) {
 // A collector whose turn comes after the deadline is skipped and stays missed.
 TEST(PartialFacts, CollectorsAfterTheDeadlineAreMissed) {
   Child child;
-  ASSERT_GE(child.pidfd, 0);
-  std::string error;
-  auto proc = ProcDir::open(child.pidfd, child.pid, error);
-  ASSERT_TRUE(proc) << error;
+  auto proc = child.proc();
+  ASSERT_TRUE(proc);
   CollectLimits limits;
   limits.test_delay = 300ms;
   limits.test_delay_collector = "cmdline";
