@@ -2,6 +2,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <sstream>
@@ -135,6 +136,32 @@ void errors(const json& extra, const char* key, const char* label, std::vector<I
   out.push_back({label, v});
 }
 
+// Which metadata the handshake missed (extra.metadata_incomplete) and which fields were taken from
+// the core's notes instead (extra.from_core): an operator must know that comm or the command line
+// came from a 15- or 79-byte note, not from /proc.
+void provenance(const json& extra, std::vector<InfoField>& out) {
+  const auto names = [](const json& list) {
+    std::string v;
+    if (list.is_array())
+      for (const auto& n : list)
+        if (n.is_string()) v += (v.empty() ? "" : ", ") + escape_for_display(n.get<std::string>());
+    return v;
+  };
+  const auto inc = extra.find(extras::kMetadataIncomplete);
+  if (inc != extra.end() && inc->is_object())
+    out.push_back({"Metadata", "incomplete (" + text_of(*inc, "reason") + "); missed: " + names(inc->value("missed", json()))});
+  const auto core = extra.find(extras::kFromCore);
+  if (core != extra.end() && core->is_array() && !core->empty()) {
+    std::string v = names(*core) + " (from the core's notes";
+    if (std::find(core->begin(), core->end(), "argv") != core->end())
+      v += "; the command line is NT_PRPSINFO's first 79 bytes, split at spaces";
+    const auto maps = extra.find(extras::kCoreMappedFiles);
+    if (maps != extra.end() && maps->is_array())
+      v += "; " + std::to_string(maps->size()) + " NT_FILE mappings, dumpctl info --json shows them";
+    out.push_back({"From Core", v + ")"});
+  }
+}
+
 }  // namespace
 
 std::vector<InfoField> info_details(const json& extra, std::size_t max_fds) {
@@ -163,6 +190,7 @@ std::vector<InfoField> info_details(const json& extra, std::size_t max_fds) {
     locks(*proc, out);
     memory(*proc, out);
   }
+  provenance(extra, out);
   errors(extra, extras::kCollectErrors, "Collector Errors", out);
   errors(extra, extras::kPostDumpErrors, "Post-dump Errors", out);
   const auto env = extra.find(extras::kEnviron);

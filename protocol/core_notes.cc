@@ -342,6 +342,16 @@ void CoreNoteScanner::parse_note(std::uint32_t type, std::span<const std::byte> 
       if (is_fault_signal(*signo) && *code > 0) facts_.fault_address = load_le<std::uint64_t>(desc, kSiginfoAddr);
       return;
     }
+    case NT_AUXV: {  // (a_type, a_val) pairs of u64 up to AT_NULL
+      if (auxv_seen_) return;
+      auxv_seen_ = true;
+      for (std::size_t at = 0; at + 16 <= desc.size(); at += 16) {
+        const auto a_type = *load_le<std::uint64_t>(desc, at);
+        if (a_type == AT_NULL) break;
+        if (a_type == AT_ENTRY) facts_.entry = *load_le<std::uint64_t>(desc, at + 8);
+      }
+      return;
+    }
     case NT_FILE: {
       if (file_seen_) return;
       file_seen_ = true;

@@ -19,8 +19,8 @@ struct MappedFile {
   std::string path;               ///< path as the kernel printed it (a deleted file ends in " (deleted)")
 };
 
-/// What a core's notes say about the crash. Only notes named "CORE" count; of NT_PRPSINFO, NT_SIGINFO
-/// and NT_FILE only the first (gdb writes an NT_SIGINFO per thread, the crashing thread's first). A
+/// What a core's notes say about the crash. Only notes named "CORE" count; of NT_PRPSINFO, NT_SIGINFO,
+/// NT_AUXV and NT_FILE only the first (gdb writes an NT_SIGINFO per thread, the crashing thread's first). A
 /// field stays empty when its note is absent or too short. PIDs/TIDs are in the crashed task's own PID
 /// namespace (docs/PROTOCOL.md §3.6, §8), unlike SO_PEERCRED, which the kernel translates into the daemon's.
 struct CoreFacts {
@@ -40,6 +40,8 @@ struct CoreFacts {
   std::uint64_t page_size = 0;                 ///< NT_FILE page size, the unit of MappedFile::page_offset: the
                                                ///< kernel writes PAGE_SIZE, gdb's gcore writes 1 (byte offsets)
   std::vector<MappedFile> files;               ///< NT_FILE entries, in note order
+  std::optional<std::uint64_t> entry;          ///< NT_AUXV AT_ENTRY: the executable's entry point, an address
+                                               ///< inside its text mapping (the first NT_AUXV only)
   std::uint64_t notes_offset = 0;              ///< file offset of the PT_NOTE segment, in bytes
   std::uint64_t notes_size = 0;                ///< p_filesz of the PT_NOTE segment, in bytes (as claimed)
   std::uint64_t promised_size = 0;             ///< bytes the headers say the core has: the end of its furthest
@@ -125,6 +127,7 @@ class CoreNoteScanner {
   bool prpsinfo_seen_ = false;
   bool file_seen_ = false;
   std::uint64_t sections_end_ = 0;  // end of the section header table per the ELF header; 0 if none
+  bool auxv_seen_ = false;
   CoreFacts facts_;
 };
 

@@ -32,6 +32,18 @@ inline constexpr const char* kHandshakeStepsUs = "handshake_steps_us";
 inline constexpr const char* kRequest = "request";
 /// object name -> error text: collectors that failed during the handshake.
 inline constexpr const char* kCollectErrors = "collect_errors";
+/// object {missed: array of collector names (daemon/proc/collect.h handshake_collector_names()),
+/// reason: string}: the handshake deadline came before these collectors finished; their fields
+/// are empty unless extra.from_core names them.
+inline constexpr const char* kMetadataIncomplete = "metadata_incomplete";
+/// array of strings, record fields taken from the core's notes after the stream because the
+/// handshake had none: "comm" (NT_PRPSINFO pr_fname), "argv" (pr_psargs), "exe" (NT_FILE),
+/// "maps" (NT_FILE, in kCoreMappedFiles), "signal" (NT_SIGINFO / NT_PRSTATUS). Written by
+/// daemon/dump/core_fill.cc.
+inline constexpr const char* kFromCore = "from_core";
+/// array of {start, end, offset (bytes), path (byte string)}: the core's NT_FILE mappings, stored
+/// when /proc/<pid>/maps was not read (at most 4096 entries).
+inline constexpr const char* kCoreMappedFiles = "core_mapped_files";
 /// object name -> integer µs: how long each collector took.
 inline constexpr const char* kCollectTimingsUs = "collect_timings_us";
 /// string: why the record has no signal from the kernel (decode_coredump_signal() in

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/dump/core_fill.h"
 #include "daemon/dump/outcome.h"
 #include "daemon/report/log_limiter.h"
 #include "daemon/report/logging.h"
@@ -68,6 +69,7 @@ std::optional<std::int64_t> host_tid(const HandshakeFacts& facts, std::int64_t n
 }
 
 void apply_core_facts(const protocol::CoreFacts& core, const HandshakeFacts& facts, DumpRecord& r) {
+  fill_from_core(core, r);  // what the handshake missed (extra.from_core)
   if (core.signal) r.signal = *core.signal;
   if (core.crashing_tid) {
     r.crashing_tid_ns = *core.crashing_tid;

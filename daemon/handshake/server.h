@@ -15,6 +15,7 @@
 #include "daemon/policy/config_files.h"
 #include "daemon/handshake/core_pattern.h"
 #include "daemon/handshake/server_context.h"
+#include "daemon/proc/collector_pool.h"
 #include "daemon/report/stats.h"
 #include "store/index.h"
 #include "util/unique_fd.h"
@@ -51,7 +52,7 @@ class Server {
   ServerOptions options_;
   ArenaPool spool_memory_;  // before the pools: destroyed after their threads have stopped
   boost::asio::io_context io_;
-  boost::asio::thread_pool collectors_;
+  CollectorPool collectors_;
   boost::asio::thread_pool dumps_;
   boost::asio::thread_pool compressors_;
   UniqueFd store_dir_;

@@ -13,6 +13,7 @@
 
 #include "daemon/dump/dump_context.h"
 #include "daemon/policy/config.h"
+#include "daemon/proc/collector_pool.h"
 #include "daemon/policy/rate_limiter.h"
 
 namespace coredumpd {
@@ -20,14 +21,14 @@ namespace coredumpd {
 /// Shared state of a running server. Owned by Server; sessions hold a reference, dump jobs the
 /// DumpContext part.
 struct ServerContext : DumpContext {
-  ServerContext(boost::asio::io_context& io_, boost::asio::thread_pool& collectors_, boost::asio::thread_pool& dumps_,
+  ServerContext(boost::asio::io_context& io_, CollectorPool& collectors_, boost::asio::thread_pool& dumps_,
                 boost::asio::thread_pool& compressors_, ArenaPool& spool_memory_, Index& index_, int store_dirfd_,
                 std::string boot_id_, Stats& stats_, std::shared_ptr<const Config> config)
       : DumpContext(dumps_, compressors_, spool_memory_, index_, store_dirfd_, stats_), io(io_),
         collectors(collectors_), boot_id(std::move(boot_id_)), config_(std::move(config)) {}
 
   boost::asio::io_context& io;       ///< accept loop and handshakes; never blocks
-  boost::asio::thread_pool& collectors;  ///< /proc reads during handshakes (blocking, bounded)
+  CollectorPool& collectors;  ///< /proc reads during handshakes (blocking; grows past stuck threads)
   std::string boot_id;
   /// Namespace inodes of the host ({"pid": ..., "mnt": ...}, read_host_namespaces()): PID 1's, or
   /// the kernel's fixed initial ones, never this daemon's own (PrivateTmp= gives it a mount namespace).

@@ -3,6 +3,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
@@ -17,6 +18,7 @@
 #include "daemon/dump/dump_job.h"
 #include "daemon/report/log_limiter.h"
 #include "daemon/report/logging.h"
+#include "daemon/proc/partial_facts.h"
 #include "daemon/proc/proc_dir.h"
 #include "protocol/marker.h"
 #include "protocol/relay.h"
@@ -162,6 +164,7 @@ void raise_priority_once() {
 }  // namespace
 
 // Reading /proc blocks (briefly), so it runs on the collector pool; the deadline may overtake it.
+// The collectors publish into partial_ as each finishes, so the deadline acks with what they found.
 void Session::collect() {
   state_ = State::Collecting;
   if (forwarded_peer_) {  // the crashing process is not visible from here: the core is all we get
@@ -173,27 +176,33 @@ void Session::collect() {
   limits.deadline = accepted_at_ + config_->handshake_timeout * 8 / 10;  // leave room to ack
   limits.per_collector = config_->collector_budget;
   limits.test_delay = config_->test_collector_delay;
-  const int pidfd = peer_.pidfd.get();  // owned by peer_, which lives as long as `self`
+  limits.test_delay_collector = config_->test_collector_delay_in;
+  // The job's own pidfd: a stalled collector may outlive the handshake, and the session's pidfd
+  // goes to the dump job (which closes it) once the kernel is acked.
+  auto pidfd = std::make_shared<UniqueFd>(::fcntl(peer_.pidfd.get(), F_DUPFD_CLOEXEC, 0));
   const auto pid = static_cast<pid_t>(record_.pid);
-  asio::post(ctx_.collectors, [self = shared_from_this(), limits, pidfd, pid] {
+  partial_ = std::make_shared<PartialFacts>();
+  ctx_.collectors.post([self = shared_from_this(), partial = partial_, limits, pidfd, pid] {
     // Where a slow handshake spent its time: waiting for a collector thread, reading /proc, or
     // waiting for the io thread again (handshake_steps_us, microseconds since accept).
     const auto collect_start = us_since(self->accepted_at_);
     raise_priority_once();
-    HandshakeFacts facts;
     std::string error;
-    if (auto proc = ProcDir::open(pidfd, pid, error))
-      facts = collect_handshake_facts(*proc, limits);
-    else
-      facts.errors["proc"] = error;
+    if (Clock::now() >= limits.deadline) {
+      partial->note_error("proc", "collection started after the handshake deadline");
+    } else if (auto proc = ProcDir::open(pidfd->get(), pid, error)) {
+      collect_handshake_facts(*proc, limits, *partial);
+    } else {
+      partial->note_error("proc", error);
+    }
     const auto collect_end = us_since(self->accepted_at_);
-    asio::post(self->ctx_.io, [self, facts = std::move(facts), collect_start, collect_end]() mutable {
+    asio::post(self->ctx_.io, [self, partial, collect_start, collect_end]() mutable {
       if (self->state_ != State::Collecting) return;
       auto& steps = self->record_.extra[extras::kHandshakeStepsUs];
       steps["collect_start"] = collect_start;
       steps["collect_end"] = collect_end;
       steps["collected"] = us_since(self->accepted_at_);
-      self->on_collected(std::move(facts));
+      self->on_collected(partial->take("skipped: handshake deadline"));
     });
   });
 }
@@ -201,12 +210,30 @@ void Session::collect() {
 void Session::on_collected(HandshakeFacts facts) {
   if (state_ != State::Collecting) return;  // the deadline already sent the ack without them
   facts_ = std::move(facts);
+  if (!facts_.missed.empty()) note_metadata_incomplete("collectors skipped at the handshake deadline");
   decide();
   maybe_forward();
 }
 
+void Session::note_metadata_incomplete(const std::string& why) {
+  record_.extra[extras::kMetadataIncomplete] = {{"missed", facts_.missed}, {"reason", why}};
+  if (!quiet_ && log_limiter().allow("metadata incomplete")) {
+    std::string missed;
+    for (const auto& name : facts_.missed) missed += (missed.empty() ? "" : ", ") + name;
+    spdlog::warn("pid {} ({}): metadata incomplete after {} ms ({}); missed: {}; comm, cmdline, exe and "
+                 "mapped files will be taken from the core's notes if it has them",
+                 record_.pid, record_.id, us_since(accepted_at_) / 1000, why, missed);
+  }
+}
+
 void Session::send_ack() {
   state_ = State::SendingAck;
+  // The ack is ready now: a fresh bound for writing it, so a collection that returns just as the
+  // first deadline expires is not cut off mid-write (and the crash lost) by that deadline.
+  deadline_.expires_after(config_->handshake_timeout);
+  deadline_.async_wait([self = shared_from_this()](error_code ec) {
+    if (!ec) self->on_deadline();
+  });
   std::string why;
   protocol::Wants wants = wants_for(policy_, facts_, why);
   if (forwarded_peer_) wants.wait = false;  // nothing to collect from a task we cannot see
@@ -314,13 +341,18 @@ void Session::hand_off_dump() {
 }
 
 void Session::on_deadline() {
+  // An expiry queued before send_ack() or read_marker() re-armed the timer cannot be cancelled any
+  // more; the new deadline decides.
+  if (deadline_.expiry() > Clock::now()) return;
   switch (state_) {
     case State::ReadingRequest:
       return end(Outcome::HandshakeTimeout,
                  "no complete coredump_req within " + std::to_string(config_->handshake_timeout.count()) + " ms");
     case State::Collecting:
       // The task must not stay frozen past the deadline: ack with whatever was collected.
+      if (partial_) facts_ = partial_->snapshot("missed: handshake deadline");
       facts_.errors["collect"] = "handshake deadline reached; acked without the remaining metadata";
+      note_metadata_incomplete("handshake deadline reached while collecting");
       ctx_.stats.count(Outcome::HandshakeTimeout);  // on the way: the crash is still acked
       decide();
       if (policy_.action == Action::Forward) {

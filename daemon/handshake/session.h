@@ -66,6 +66,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_request();
   void collect();
   void on_collected(HandshakeFacts facts);
+  /// Some collectors missed (facts_.missed): records extra.metadata_incomplete {missed, reason}
+  /// and logs it (rate-limited) with the pid and the missed collectors.
+  void note_metadata_incomplete(const std::string& why);
   /// Identifies the container and chooses the policy from the collected facts.
   void decide();
   /// Action::Forward: resolves the receiver's socket (collector pool) and starts its handshake;
@@ -107,6 +110,7 @@ class Session : public std::enable_shared_from_this<Session> {
   protocol::Negotiation negotiation_;
   std::array<std::byte, protocol::MARKER_SIZE> marker_buf_{};
   HandshakeFacts facts_;
+  std::shared_ptr<PartialFacts> partial_;  // what the collectors published so far (collect())
   Policy policy_;
   std::string rule_;           ///< the rule that chose policy_ ("" for the defaults)
   std::string container_key_;  ///< container_key() of the crash's container ("host" outside any)

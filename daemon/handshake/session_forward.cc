@@ -29,7 +29,7 @@ void Session::maybe_forward() {
   // Resolving a path inside the container's file system may block: not on the io thread.
   const int pidfd = peer_.pidfd.get();  // owned by peer_, which lives as long as `self`
   const auto pid = static_cast<pid_t>(record_.pid);
-  asio::post(ctx_.collectors, [self = shared_from_this(), pidfd, pid, path = policy_.forward_socket] {
+  ctx_.collectors.post([self = shared_from_this(), pidfd, pid, path = policy_.forward_socket] {
     std::string error;
     UniqueFd fd = open_forward_socket(pidfd, pid, path, error);
     asio::post(self->ctx_.io, [self, fd = std::make_shared<UniqueFd>(std::move(fd)), error] {

@@ -78,6 +78,10 @@ struct Config {
   /// Tests only ("testing": {"collector_delay_ms": N}): a handshake collector that sleeps N ms, to
   /// prove the handshake deadline holds when a collector blocks.
   std::chrono::milliseconds test_collector_delay{0};
+  /// Tests only ("testing": {"collector_delay_in": name}): the collector of
+  /// handshake_collector_names() (daemon/proc/collect.h) that sleeps test_collector_delay before it
+  /// reads, as a stalled /proc read would; "" for a collector of its own.
+  std::string test_collector_delay_in;
 
   /// "retention": vacuum before and after each store. Default: systemd-coredump's (default_retention()).
   RetentionLimits retention = default_retention();

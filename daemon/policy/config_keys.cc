@@ -1,7 +1,10 @@
 // The tables of the top-level keys, of "compression" and of "testing" (config_keys.h).
 #include "daemon/policy/config_keys.h"
 
+#include <algorithm>
+
 #include "daemon/policy/config_retention.h"
+#include "daemon/proc/collect.h"
 
 namespace coredumpd {
 
@@ -113,6 +116,16 @@ constexpr ConfigKey<CompressionOptions> kCompression[] = {
 constexpr ConfigKey<Config> kTesting[] = {
     integer_key<&Config::test_collector_delay>("collector_delay_ms", 0, 600'000,
         "Tests only: a handshake collector sleeps this long, to prove the handshake deadline holds."),
+    {.name = "collector_delay_in", .type = "string", .values = "a handshake collector's name (comm, exe, cmdline, ...)",
+     .description = "Tests only: the collector that sleeps collector_delay_ms before it reads; empty: one of its own.",
+     .apply = [](const KeyValue& v, Config& c) {
+       c.test_collector_delay_in = v.string();
+       const auto names = handshake_collector_names();
+       if (!c.test_collector_delay_in.empty() &&
+           std::find(names.begin(), names.end(), c.test_collector_delay_in) == names.end())
+         v.fail("no handshake collector is called \"" + c.test_collector_delay_in + "\"");
+     },
+     .write = [](const Config& c) -> json { return c.test_collector_delay_in; }},
 };
 
 }  // namespace

@@ -7,12 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <limits>
 #include <sstream>
 #include <thread>
 
+#include "daemon/proc/partial_facts.h"
 #include "store/dump_record.h"
 #include "util/dir.h"
 #include "util/text.h"
@@ -52,12 +54,29 @@ std::optional<std::string> readlink_noting(const ProcDir& proc, const char* name
   return v;
 }
 
-void collect_identity(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+// The identity, one file per collector: each publishes as it returns, so a read that stalls (a
+// cmdline read waits for the task's mmap_lock) loses only itself and what comes after it.
+void collect_comm(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts&) {
   if (auto v = read_noting(proc, "comm", kSmallFileMax, f)) f.comm = chomp(*v);
+}
+
+void collect_exe(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts&) {
   if (auto v = readlink_noting(proc, "exe", f)) f.exe = *v;
+}
+
+void collect_cmdline(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts&) {
   if (auto v = read_noting(proc, "cmdline", kCmdlineMax, f)) f.argv = split_cmdline(*v);
+}
+
+void collect_cwd(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts&) {
   if (auto v = readlink_noting(proc, "cwd", f)) f.cwd = *v;
+}
+
+void collect_cgroup(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts&) {
   if (auto v = read_noting(proc, "cgroup", kSmallFileMax, f)) f.cgroup = chomp(*v);
+}
+
+void collect_limits(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts&) {
   if (auto v = read_noting(proc, "limits", kSmallFileMax, f)) {
     f.rlimit_core = parse_rlimit_core(*v);
     f.proc["limits"] = bytes_to_json(*v);
@@ -66,7 +85,7 @@ void collect_identity(const ProcDir& proc, HandshakeFacts& f, const CollectLimit
 
 // The hostname as the crashing process sees it: its UTS namespace's nodename. When that namespace is
 // not ours, a short-lived thread joins it (setns affects only the calling thread) and asks uname().
-void collect_hostname(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+void collect_hostname(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts&) {
   struct stat theirs{}, ours{};
   if (::fstatat(proc.dirfd(), "ns/uts", &theirs, 0) < 0 || ::stat("/proc/self/ns/uts", &ours) < 0) {
     f.errors["hostname"] = std::string("ns/uts: ") + std::strerror(errno);
@@ -98,7 +117,7 @@ void collect_hostname(const ProcDir& proc, HandshakeFacts& f, const CollectLimit
 
 // Host and namespace TIDs of every thread, so the crashing thread named in NT_PRSTATUS (a TID in the
 // task's own pid namespace) can be mapped to a host TID.
-void collect_threads(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+void collect_threads(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts&) {
   std::string err;
   const auto failed = for_each_dir_entry(proc.dirfd(), "task", [&](std::string_view name) {
     if (!is_digit(name[0])) return true;
@@ -117,7 +136,7 @@ void collect_threads(const ProcDir& proc, HandshakeFacts& f, const CollectLimits
 
 // Open descriptors with their targets and fdinfo (pos, flags, mnt_id, ino, lock lines). This is the
 // collector COREDUMP_CLOSE_FILES makes urgent: after the ack the fd table is gone (docs/PROTOCOL.md §6.4).
-void collect_fds(const ProcDir& proc, HandshakeFacts& f, const CollectLimits& limits) {
+void collect_fds(const ProcDir& proc, HandshakeFacts& f, const CollectLimits& limits, const PartialFacts&) {
   const auto start = Clock::now();
   auto fds = nlohmann::json::array();
   std::string err;
@@ -169,8 +188,8 @@ bool fds_show_no_lock(const HandshakeFacts& f) {
 // The process's entries in /proc/locks (POSIX and flock locks name the owner's pid; OFD locks show
 // -1 and appear in the owning descriptor's fdinfo lock lines instead). Skipped when the fdinfo of
 // every descriptor shows that there is none.
-void collect_locks(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
-  if (fds_show_no_lock(f)) {
+void collect_locks(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts& so_far) {
+  if (so_far.read(fds_show_no_lock)) {
     f.proc["locks"] = nlohmann::json::array();
     return;
   }
@@ -186,14 +205,14 @@ void collect_locks(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&)
   f.proc["locks"] = locks_of_pid(text, proc.pid());
 }
 
-void collect_maps(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+void collect_maps(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts&) {
   if (auto v = read_noting(proc, "maps", kBigFileMax, f)) {
     f.estimated_core_bytes = estimate_core_bytes(*v);
     f.proc["maps"] = bytes_to_json(*v);
   }
 }
 
-void collect_status(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+void collect_status(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts&) {
   if (auto v = read_noting(proc, "status", kSmallFileMax, f)) {
     f.status = *v;
     f.proc["status"] = bytes_to_json(*v);
@@ -204,7 +223,7 @@ void collect_status(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&
 }
 
 // Namespace inodes ("uts" -> 4026531838), to tell a container's crash from the host's.
-void collect_namespaces(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+void collect_namespaces(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts&) {
   static constexpr const char* kNamespaces[] = {"cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"};
   std::string err;
   for (const char* ns : kNamespaces) {
@@ -215,43 +234,60 @@ void collect_namespaces(const ProcDir& proc, HandshakeFacts& f, const CollectLim
   }
 }
 
-void collect_environ(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&) {
+void collect_environ(const ProcDir& proc, HandshakeFacts& f, const CollectLimits&, const PartialFacts&) {
   if (auto v = read_noting(proc, "environ", kCmdlineMax, f)) f.environ = split_cmdline(*v);
 }
 
-void collect_test_delay(const ProcDir&, HandshakeFacts&, const CollectLimits& limits) {
-  if (limits.test_delay.count() > 0) std::this_thread::sleep_for(limits.test_delay);
+void collect_test_delay(const ProcDir&, HandshakeFacts&, const CollectLimits& limits, const PartialFacts&) {
+  if (limits.test_delay.count() > 0 && limits.test_delay_collector.empty()) std::this_thread::sleep_for(limits.test_delay);
 }
 
 struct Collector {
   const char* name;
-  void (*run)(const ProcDir&, HandshakeFacts&, const CollectLimits&);
+  void (*run)(const ProcDir&, HandshakeFacts&, const CollectLimits&, const PartialFacts&);
 };
 
-// Order matters when the deadline cuts the list short: what only exists before the ack comes first.
+// Order matters when the deadline cuts the list short: what only exists before the ack comes first
+// (the identity, then the fd table COREDUMP_CLOSE_FILES takes away); the core's own notes can
+// later stand in for comm, cmdline (psargs), exe and maps (NT_FILE), never for the rest.
 constexpr Collector kCollectors[] = {
-    {"identity", collect_identity}, {"fds", collect_fds},       {"locks", collect_locks},
-    {"threads", collect_threads},   {"hostname", collect_hostname}, {"namespaces", collect_namespaces},
-    {"status", collect_status},         {"test_delay", collect_test_delay}, {"maps", collect_maps},
-    {"environ", collect_environ},
+    {"comm", collect_comm},         {"exe", collect_exe},           {"cmdline", collect_cmdline},
+    {"cwd", collect_cwd},           {"cgroup", collect_cgroup},     {"limits", collect_limits},
+    {"fds", collect_fds},           {"locks", collect_locks},       {"threads", collect_threads},
+    {"hostname", collect_hostname}, {"namespaces", collect_namespaces}, {"status", collect_status},
+    {"test_delay", collect_test_delay}, {"maps", collect_maps},     {"environ", collect_environ},
 };
+
+constexpr auto kCollectorNames = [] {
+  std::array<const char*, std::size(kCollectors)> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = kCollectors[i].name;
+  return names;
+}();
 
 }  // namespace
 
-HandshakeFacts collect_handshake_facts(const ProcDir& proc, const CollectLimits& limits) {
-  HandshakeFacts f;
+std::span<const char* const> handshake_collector_names() { return kCollectorNames; }
+
+void collect_handshake_facts(const ProcDir& proc, const CollectLimits& limits, PartialFacts& out) {
   for (const auto& c : kCollectors) {
     const auto start = Clock::now();
     if (start >= limits.deadline) {
-      f.errors[c.name] = "skipped: handshake deadline";
+      out.note_error(c.name, "skipped: handshake deadline");
       continue;
     }
-    c.run(proc, f, limits);
-    f.timings_us[c.name] = us_since(start);
+    if (limits.test_delay.count() > 0 && limits.test_delay_collector == c.name) std::this_thread::sleep_for(limits.test_delay);
+    HandshakeFacts delta;
+    c.run(proc, delta, limits, out);
+    delta.timings_us[c.name] = us_since(start);
+    out.publish(c.name, std::move(delta));
   }
-  f.verified = proc.still_ours();
-  if (!f.verified) f.errors["verify"] = "process behind the pidfd is gone; metadata may be incomplete";
-  return f;
+  out.finish(proc.still_ours());
+}
+
+HandshakeFacts collect_handshake_facts(const ProcDir& proc, const CollectLimits& limits) {
+  PartialFacts out;
+  collect_handshake_facts(proc, limits, out);
+  return out.take("skipped: handshake deadline");
 }
 
 std::vector<std::string> split_cmdline(const std::string& raw) {

@@ -3,12 +3,15 @@
 // Everything here is read before the ack: the task's fd table may be gone afterwards
 // (COREDUMP_CLOSE_FILES) and without WAIT the whole /proc entry vanishes when the stream ends
 // (docs/PROTOCOL.md §5.4). Time spent here stalls the crashing process, so collectors run in order against a
-// deadline and whatever has not run by then is recorded as skipped.
+// deadline and whatever has not run by then is recorded as skipped. Each collector publishes its result
+// as it finishes (daemon/proc/partial_facts.h), so a deadline that overtakes a stalled read keeps
+// what the collectors before it found.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,19 +49,36 @@ struct HandshakeFacts {
   nlohmann::json errors = nlohmann::json::object();   ///< collector name -> why it failed/was skipped
   nlohmann::json timings_us = nlohmann::json::object();  ///< collector name -> microseconds spent
   bool verified = false;  ///< the pidfd was re-checked alive after the last read
+  /// Collectors that had not finished when these facts were taken (handshake deadline), in
+  /// collector order; their fields are empty. Empty when the collection ran to its end.
+  std::vector<std::string> missed;
 };
+
+class PartialFacts;
 
 /// Limits on the handshake collectors.
 struct CollectLimits {
   std::chrono::steady_clock::time_point deadline;  ///< no collector starts after this
   std::chrono::milliseconds per_collector{500};    ///< a collector that loops (fds) stops after this
   std::chrono::milliseconds test_delay{0};         ///< tests only: a collector that just sleeps this long
+  /// Tests only (config "testing": {"collector_delay_in": name}): with test_delay, the collector
+  /// named here sleeps test_delay before it reads, as a stalled /proc read would; empty: a
+  /// collector of its own ("test_delay") sleeps instead.
+  std::string test_delay_collector;
 };
 
-/// Runs every handshake collector on `proc`, in order: identity (comm, exe, cmdline, cwd, cgroup,
-/// limits), hostname, threads, fds (links, fdinfo, lock lines), locks, maps, status, mountinfo,
-/// namespaces, environ. Collectors not started by the deadline are recorded in `errors` as
-/// "skipped: handshake deadline"; one that ran out of its budget says so. Never throws.
+/// Names of the handshake collectors, in the order they run ("comm", "exe", "cmdline", ...).
+std::span<const char* const> handshake_collector_names();
+
+/// Runs every handshake collector on `proc`, in order: comm, exe, cmdline, cwd, cgroup, limits, fds
+/// (links, fdinfo, lock lines), locks, threads, hostname, namespaces, status (with mountinfo and the
+/// id maps), maps, environ; each publishes its result to `out` as soon as it returns, then
+/// out.finish() is called. Collectors not started by the deadline are recorded in `errors` as
+/// "skipped: handshake deadline" (and stay missed); one that ran out of its budget says so.
+/// Never throws (but std::bad_alloc).
+void collect_handshake_facts(const ProcDir& proc, const CollectLimits& limits, PartialFacts& out);
+
+/// The same, run to its end on the calling thread: the facts of every collector.
 HandshakeFacts collect_handshake_facts(const ProcDir& proc, const CollectLimits& limits);
 
 /// The process's lines of a /proc/locks text: those whose pid field is `pid`.

@@ -376,6 +376,29 @@ TEST(CoreNotesSignals, NoFaultAddressForSignalsSentByKill) {
   EXPECT_TRUE(s.facts().thread_tids.empty());
 }
 
+// NT_AUXV: AT_ENTRY up to AT_NULL; pairs after AT_NULL are not read, only the first NT_AUXV counts.
+TEST(CoreNotesSynthetic, AuxvEntryPoint) {
+  const auto auxv = [](std::vector<std::pair<std::uint64_t, std::uint64_t>> pairs) {
+    Bytes b;
+    for (const auto& [type, value] : pairs) {
+      append(b, type);
+      append(b, value);
+    }
+    return b;
+  };
+  Bytes n;
+  add_note(n, "CORE", NT_AUXV, auxv({{AT_PHDR, 0x400040}, {AT_ENTRY, 0x401020}, {AT_NULL, 0}, {AT_ENTRY, 0x999}}));
+  add_note(n, "CORE", NT_AUXV, auxv({{AT_ENTRY, 0x777}}));
+  const Core c = build_core(n);
+  CoreNoteScanner s;
+  s.feed(c.bytes);
+  ASSERT_TRUE(s.done());
+  EXPECT_EQ(s.facts().entry, 0x401020u);
+  CoreNoteScanner none;  // the standard notes' auxv has no AT_ENTRY
+  none.feed(standard_core().bytes);
+  EXPECT_FALSE(none.facts().entry.has_value());
+}
+
 TEST(CoreNotesSynthetic, FnameFillingAll16BytesHasNoNul) {
   Bytes n;
   add_note(n, "CORE", NT_PRPSINFO, prpsinfo(1, "0123456789abcdefXYZ", ""));
@@ -768,6 +791,11 @@ TEST(CoreNotesRealCore, GcoreOfAForkedThreeThreadChild) {
             f.files.end())
       << "the test binary should be among the mapped files";
   EXPECT_EQ(f.fname, std::filesystem::path(exe).filename().string().substr(0, 15));
+  ASSERT_TRUE(f.entry.has_value());
+  EXPECT_NE(std::find_if(f.files.begin(), f.files.end(),
+                         [&](const MappedFile& m) { return m.path == exe && m.start <= *f.entry && *f.entry < m.end; }),
+            f.files.end())
+      << "AT_ENTRY lies in one of the test binary's mappings";
   for (const MappedFile& m : f.files) EXPECT_LT(m.start, m.end) << m.path;
 }
 
