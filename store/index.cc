@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -51,6 +53,20 @@ constexpr const char* kUpdate =
 /// with SQLITE_USE_URI, so such paths get a "./" prefix.
 std::string sqlite_name(const std::string& path) {
   return path.rfind("file:", 0) == 0 ? "./" + path : path;
+}
+
+/// "file:<path>?immutable=1", the path percent-encoded where a URI needs it.
+std::string immutable_uri(const std::string& path) {
+  std::string out = "file:";
+  for (const unsigned char c : path) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '-' || c == '_' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      out += {'%', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return out + "?immutable=1";
 }
 
 bool valid_id(const std::string& id) {
@@ -194,6 +210,47 @@ Index::Index(const std::string& store_dir, bool writable) : path_(db_path(store_
   }
 }
 
+std::unique_ptr<Index> Index::open_best(const std::string& store_dir, std::string& note) {
+  note.clear();
+  try {
+    return std::make_unique<Index>(store_dir, true);
+  } catch (const IndexError& e) {
+    note = e.what();
+  }
+  try {
+    return std::make_unique<Index>(store_dir, false);
+  } catch (const IndexError& e) {
+    note += std::string("; read-only: ") + e.what();
+  }
+  return std::unique_ptr<Index>(new Index(db_path(store_dir)));
+}
+
+bool Index::writable() const {
+  std::lock_guard lock(mu_);
+  return writable_;
+}
+
+void Index::reopen_writable() {
+  std::lock_guard lock(mu_);
+  if (writable_) return;
+  sqlite3* const old = db_;
+  const int old_version = version_;
+  db_ = nullptr;
+  try {
+    open_writable();
+  } catch (...) {
+    sqlite3_close_v2(db_);
+    db_ = old;
+    version_ = old_version;
+    throw;
+  }
+  sqlite3_close_v2(old);
+}
+
+void Index::require_open() const {
+  if (!db_) throw IndexError("index " + path_ + " is not open (the store was unusable when coredumpd started)");
+}
+
 Index::~Index() {
   sqlite3_close_v2(db_);
 }
@@ -244,6 +301,7 @@ void Index::open_writable() {
     index_schema::upgrade(db_, path_, v);  // creates or migrates; nothing if current
     exec(db_, path_, "COMMIT", "commit schema");
     version_ = kSchemaVersion;
+    writable_ = true;
   } catch (...) {
     sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
@@ -256,8 +314,26 @@ void Index::open_read_only() {
     if (errno == ENOENT) throw IndexError("no index at " + path_ + ": is this a coredumpd store?");
     throw IndexError("index " + path_ + ": " + std::strerror(errno));
   }
-  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(sqlite_name(path_).c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+  try {
+    connect_read_only(sqlite_name(path_), SQLITE_OPEN_READONLY);
+  } catch (const IndexError&) {
+    // A WAL database needs its -shm file, which SQLite cannot create on a read-only or full
+    // filesystem. With no -wal file either, every row is in the database file and no writer is
+    // active (it would have made one), so the file is read as immutable. On a read-only
+    // filesystem it is read so too; rows still in a left-over -wal (a writer killed before its
+    // checkpoint) are then not seen.
+    struct statvfs vfs {};
+    struct stat wal {};
+    const bool read_only_fs = ::statvfs(path_.c_str(), &vfs) == 0 && (vfs.f_flag & ST_RDONLY);
+    if (!read_only_fs && ::stat((path_ + "-wal").c_str(), &wal) == 0) throw;
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    connect_read_only(immutable_uri(path_), SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+  }
+}
+
+void Index::connect_read_only(const std::string& name, int flags) {
+  if (sqlite3_open_v2(name.c_str(), &db_, flags | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
     fail(db_, path_, "open");
   }
   sqlite3_extended_result_codes(db_, 1);
@@ -276,6 +352,7 @@ std::string Index::select_sql() const {
 
 void Index::store(const DumpRecord& r, bool is_update) {
   std::lock_guard lock(mu_);
+  require_open();
   Stmt st(db_, path_, is_update ? kUpdate : kInsert);
   bind_record(st, r);
   st.step(is_update ? "update" : "insert");
@@ -292,6 +369,7 @@ void Index::update(const DumpRecord& r) {
 
 std::vector<DumpRecord> Index::list() const {
   std::lock_guard lock(mu_);
+  require_open();
   Stmt st(db_, path_, (select_sql() + " ORDER BY timestamp_us, rowid").c_str());
   std::vector<DumpRecord> out;
   while (st.step("list")) out.push_back(read_record(st, path_, version_));
@@ -301,6 +379,7 @@ std::vector<DumpRecord> Index::list() const {
 std::vector<DumpRecord> Index::list_container_candidates(const std::string& ref) const {
   if (version_ < 2) return list();  // no container_key column: the caller's match decides
   std::lock_guard lock(mu_);
+  require_open();
   // A row matches container_ref_matches() by its key (the column), its name or an id prefix (in
   // extra.container). Names and ids that are byte arrays (not UTF-8) are left to the caller.
   const std::string c = std::string("'$.") + extras::kContainer + ".";
@@ -323,6 +402,7 @@ std::vector<DumpRecord> Index::list_container_candidates(const std::string& ref)
 
 std::vector<RowSummary> Index::list_summaries() const {
   std::lock_guard lock(mu_);
+  require_open();
   // extra is always valid JSON when written by insert()/update(); json_valid() guards the
   // json_type() call (which fails on malformed text) against a hand-edited database. CASE only
   // evaluates the branch it takes.
@@ -354,6 +434,7 @@ std::vector<RowSummary> Index::list_summaries() const {
 
 std::optional<DumpRecord> Index::get(const std::string& id) const {
   std::lock_guard lock(mu_);
+  require_open();
   Stmt st(db_, path_, (select_sql() + " WHERE id = ?1").c_str());
   st.bind_text(1, id);
   if (!st.step("get")) return std::nullopt;
@@ -362,6 +443,7 @@ std::optional<DumpRecord> Index::get(const std::string& id) const {
 
 bool Index::remove(const std::string& id) {
   std::lock_guard lock(mu_);
+  require_open();
   Stmt st(db_, path_, "DELETE FROM dumps WHERE id = ?1");
   st.bind_text(1, id);
   st.step("remove");
@@ -370,6 +452,7 @@ bool Index::remove(const std::string& id) {
 
 int Index::mark_in_progress_interrupted(const std::string& reason) {
   std::lock_guard lock(mu_);
+  require_open();
   Stmt st(db_, path_, "UPDATE dumps SET state = ?1, reason = ?2 WHERE state = ?3");
   const std::string interrupted = state_name(DumpState::Interrupted);
   const std::string in_progress = state_name(DumpState::InProgress);

@@ -1,4 +1,8 @@
 #include "store/retention_limits.h"
+
+#include <algorithm>
+#include <cmath>
+
 #include "util/text.h"
 
 namespace coredumpd {
@@ -48,6 +52,15 @@ std::string lower_string(std::string_view s) {
 }
 
 }  // namespace
+
+std::uint64_t keep_free_target(const RetentionLimits& limits, std::uint64_t fs_total_bytes) {
+  std::uint64_t want = limits.keep_free_bytes.value_or(0);
+  if (limits.keep_free_percent) {
+    const double share = static_cast<double>(fs_total_bytes) * *limits.keep_free_percent / 100.0;
+    want = std::max(want, static_cast<std::uint64_t>(std::ceil(share)));
+  }
+  return want;
+}
 
 bool RetentionLimits::any() const {
   return max_use_bytes || keep_free_bytes || keep_free_percent || max_age ||

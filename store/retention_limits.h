@@ -37,6 +37,10 @@ struct RetentionLimits {
   bool any() const;
 };
 
+/// The free bytes `limits` want left on a filesystem of `fs_total_bytes` bytes: the larger of
+/// keep_free_bytes and keep_free_percent of the size (rounded up); 0 when neither is set.
+std::uint64_t keep_free_target(const RetentionLimits& limits, std::uint64_t fs_total_bytes);
+
 /// Parses a size: a non-negative integer number of bytes, or a string "<number>[unit]" where the
 /// number may have a fraction ("1.5G") and unit is one of B, K, M, G, T, P, E (powers of 1024),
 /// optionally followed by "B" or "iB" ("2G", "2GB", "2GiB" are all 2×1024³), case-insensitive,

@@ -179,12 +179,7 @@ class Vacuumer {
     if (limits_.keep_free_bytes || limits_.keep_free_percent) {
       if (const auto fs = fs_space(dirfd_)) {
         fs_free = fs->free_bytes;
-        std::uint64_t want = limits_.keep_free_bytes.value_or(0);
-        if (limits_.keep_free_percent) {
-          const double share = static_cast<double>(fs->total_bytes) * *limits_.keep_free_percent / 100.0;
-          want = std::max(want, static_cast<std::uint64_t>(std::ceil(share)));
-        }
-        want_free = want;
+        want_free = keep_free_target(limits_, fs->total_bytes);
       } else {
         result_.errors.push_back("keep_free: fstatvfs on the store: " + errno_text(errno));
       }
