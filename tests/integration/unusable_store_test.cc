@@ -90,6 +90,7 @@ class UnusableStore : public ::testing::Test {
   std::unique_ptr<TempDir> dir_;
   std::string fs_, socket_, store_, pending_;
   PendingContents pending_records_;
+  ScopedCoreLimit core_limit_{~0ULL};  // the peer is this process: its RLIMIT_CORE is policy input
   bool mounted_ = false;
   std::unique_ptr<Daemon> daemon_;
 };
