@@ -15,6 +15,8 @@
 #include <memory>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "store/index.h"
 #include "store/pending_journal.h"
 #include "store/record_extras.h"
@@ -119,6 +121,16 @@ TEST_F(UnusableStore, ReadOnlyStoreServesKeepsRecordsAndMovesThemBack) {
   const auto [st, out] = run_capture({DUMPCTL_BIN, "--store", store_, "list"});
   EXPECT_EQ(st.exit_code(), 0) << out;
   EXPECT_EQ(records().size(), 1u);
+  // ... and shows the pending record beside the indexed one.
+  const auto [jst, json_text] = run_capture({DUMPCTL_BIN, "--store", store_, "--pending-dir", pending_, "list", "--json"});
+  ASSERT_EQ(jst.exit_code(), 0) << json_text;
+  const auto listed = nlohmann::json::parse(json_text);
+  ASSERT_EQ(listed.size(), 2u) << json_text;
+  EXPECT_FALSE(listed[0].contains("pending"));
+  EXPECT_EQ(listed[1]["id"], kept.id);
+  EXPECT_TRUE(listed[1].contains("pending")) << json_text;
+  const auto [tst, table] = run_capture({DUMPCTL_BIN, "--store", store_, "--pending-dir", pending_, "list"});
+  EXPECT_NE(table.find(" pending "), std::string::npos) << table;
 
   remount(false);  // usable again: the next crash's record goes in, and the journal's before it
   EXPECT_EQ(crash(), fk::Outcome::Dumped);
