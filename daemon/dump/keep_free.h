@@ -10,7 +10,7 @@
 namespace coredumpd {
 
 /// Watches the store's free space as a core is spooled. Cheap: one fstatvfs per kCheckEveryBytes
-/// spooled (about 1 µs against 8 MiB of disk writes; bench/README.md, "keep_free during the write").
+/// spooled (a few µs against 8 MiB of disk writes; bench/README.md, "keep_free during the write").
 class KeepFreeGuard {
  public:
   /// Bytes spooled between two looks at the filesystem.

@@ -29,12 +29,13 @@ bool save_record(DumpContext& ctx, const DumpRecord& record, bool update, bool j
     update ? ctx.index.update(record) : ctx.index.insert(record);
   } catch (const std::exception& e) {
     const std::string why = e.what();
-    if (!journal_if_refused) {
+    if (!journal_if_refused) {  // the caller records the dump otherwise (and counts it)
       spdlog::error("dump {}: index {} failed: {}", record.id, update ? "update" : "insert", why);
       return false;
     }
     const std::string journal_error = ctx.journal ? ctx.journal->append(record, why) : "no pending journal";
     const auto sig = record.signal ? signal_name(*record.signal) : std::string("signal unknown");
+    ctx.stats.count(journal_error.empty() ? Outcome::Journaled : Outcome::RecordLost);
     if (journal_error.empty()) {
       if (log_limiter().allow("record journaled"))
         spdlog::warn("dump {}: pid {} ({}) {}: the index cannot take the record ({}); kept in {} until it can",
