@@ -69,7 +69,9 @@ class Index {
   /// The daemon's open: writable if it can be, else read-only (a read-only or full store: the
   /// index can still be listed), else not open at all (no index yet on a read-only filesystem;
   /// every call then throws IndexError). `note` is set to why it is not writable ("" when it is).
-  /// Never throws for an unusable store; reopen_writable() tries again later.
+  /// Never throws for an unusable store (read-only, full, refusing new files); reopen_writable()
+  /// tries again later. Any other failure of the writable open (a newer schema, a file that is not
+  /// an index) throws IndexError, as the constructor does.
   static std::unique_ptr<Index> open_best(const std::string& store_dir, std::string& note);
   ~Index();
   Index(const Index&) = delete;

@@ -88,6 +88,22 @@ class UnusableStore : public ::testing::Test {
   }
 
   void start_on_full_store();
+  // After one record and the journaled `id`, the next crash is stored and the record of `id` moved
+  // from the journal into the index, marked, the journal gone.
+  void expect_moved_by_next_crash(const std::string& id) {
+    EXPECT_EQ(crash(), fk::Outcome::Dumped);
+    std::vector<DumpRecord> all;
+    ASSERT_TRUE(wait_until([&] {
+      all = records();
+      return all.size() == 3 && all[2].state == DumpState::Complete;
+    }, 15s)) << all.size() << "\n" << daemon_->log();
+    const auto moved = Index(store_, false).get(id);
+    ASSERT_TRUE(moved);
+    EXPECT_EQ(moved->state, DumpState::Rejected);
+    EXPECT_TRUE(moved->extra.contains(extras::kJournaled)) << moved->extra.dump();
+    EXPECT_TRUE(read_pending_journal(pending_).entries.empty());
+    EXPECT_FALSE(std::filesystem::exists(pending_journal_path(pending_)));
+  }
 
   std::unique_ptr<TempDir> dir_;
   std::string fs_, socket_, store_, pending_;
@@ -133,18 +149,7 @@ TEST_F(UnusableStore, ReadOnlyStoreServesKeepsRecordsAndMovesThemBack) {
   EXPECT_NE(table.find(" pending "), std::string::npos) << table;
 
   remount(false);  // usable again: the next crash's record goes in, and the journal's before it
-  EXPECT_EQ(crash(), fk::Outcome::Dumped);
-  std::vector<DumpRecord> all;
-  ASSERT_TRUE(wait_until([&] {
-    all = records();
-    return all.size() == 3 && all[2].state == DumpState::Complete;
-  }, 15s)) << all.size();
-  const auto moved = Index(store_, false).get(kept.id);
-  ASSERT_TRUE(moved);
-  EXPECT_EQ(moved->state, DumpState::Rejected);
-  EXPECT_TRUE(moved->extra.contains(extras::kJournaled)) << moved->extra.dump();
-  EXPECT_TRUE(read_pending_journal(pending_).entries.empty());
-  EXPECT_FALSE(std::filesystem::exists(pending_journal_path(pending_)));
+  expect_moved_by_next_crash(kept.id);
 }
 
 // A store filled to the last byte while the daemon is down (so the index's WAL, removed at the
@@ -170,17 +175,7 @@ void UnusableStore::start_on_full_store() {
 TEST_F(UnusableStore, FullStoreRefusesTheCoreKeepsTheRecordAndMovesItWhenSpaceReturns) {
   ASSERT_NO_FATAL_FAILURE(start_on_full_store());
   std::filesystem::remove(fs_ + "/filler");
-  EXPECT_EQ(crash(), fk::Outcome::Dumped);
-  std::vector<DumpRecord> all;
-  ASSERT_TRUE(wait_until([&] {
-    all = records();
-    return all.size() == 3 && all[2].state == DumpState::Complete;
-  }, 15s)) << all.size();
-  const auto moved = Index(store_, false).get(pending_records_.entries[0].record.id);
-  ASSERT_TRUE(moved);
-  EXPECT_EQ(moved->state, DumpState::Rejected);
-  EXPECT_TRUE(moved->extra.contains(extras::kJournaled));
-  EXPECT_TRUE(read_pending_journal(pending_).entries.empty());
+  expect_moved_by_next_crash(pending_records_.entries[0].record.id);
 }
 
 TEST_F(UnusableStore, DaemonRestartedWithPendingRecordsMovesThemAtStart) {
