@@ -60,8 +60,8 @@ inline constexpr std::array<OutcomeInfo, kOutcomeCount> kOutcomes = {{
     {Outcome::Forwarded, "forwarded", "forwarded"},
     {Outcome::ForwardFallback, "forward_fallback", "forward fallbacks"},
     {Outcome::ForwardedIn, "forwarded_in", "received forwarded"},
-    {Outcome::Journaled, "journaled", "records journaled"},
-    {Outcome::RecordLost, "record_lost", "records lost"},
+    {Outcome::Journaled, "journaled", ""},
+    {Outcome::RecordLost, "record_lost", ""},
 }};
 
 consteval bool outcomes_in_order() {
