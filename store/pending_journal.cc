@@ -158,6 +158,9 @@ std::string PendingJournal::append(const DumpRecord& r, const std::string& why) 
   if (size + text.size() > max_bytes_)
     return "pending journal " + path_ + " is full (" + std::to_string(size) + " bytes, limit " +
            std::to_string(max_bytes_) + ")";
+  // Set before the line can be seen: a replay checks this without the lock, and one that sees
+  // it waits for the lock, so it never misses a line a reader of the file already saw.
+  has_entries_ = true;
   // One write: O_APPEND puts it whole at the end; a short write (ENOSPC) leaves a torn line the
   // reader skips, so it is cut off again.
   const ssize_t n = ::write(fd.get(), text.data(), text.size());
@@ -167,7 +170,6 @@ std::string PendingJournal::append(const DumpRecord& r, const std::string& why) 
     return "pending journal " + path_ + ": " + std::strerror(err);
   }
   if (::fsync(fd.get()) < 0) return "pending journal " + path_ + ": fsync: " + std::strerror(errno);
-  has_entries_ = true;
   return {};
 }
 
