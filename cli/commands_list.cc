@@ -1,6 +1,7 @@
 // `dumpctl list`: one line per dump, or a JSON array.
 #include <algorithm>
 #include <array>
+#include <map>
 
 #include "cli/core_file.h"
 #include "cli/dumpctl.h"
@@ -9,6 +10,7 @@
 #include "cli/record_container.h"
 #include "cli/short_id.h"
 #include "store/index.h"
+#include "store/pending_journal.h"
 #include "util/text.h"
 
 namespace coredumpd::cli {
@@ -91,6 +93,28 @@ void print_table(const std::vector<Row>& rows, std::ostream& out) {
   for (const auto& row : rows) print_row(row);
 }
 
+// Adds the records of the daemon's pending journal that the index does not have yet (sorted in by
+// time), and returns them by id as {"why", "journaled_us"}. A journal that cannot be read (not
+// root: /run/coredumpd is the daemon's) is noted on the error stream, not an error.
+std::map<std::string, nlohmann::json> add_pending(const GlobalOptions& g, const Io& io, std::vector<DumpRecord>& records) {
+  std::map<std::string, nlohmann::json> pending;
+  PendingContents contents;
+  try {
+    contents = read_pending_journal(g.pending_dir);
+  } catch (const std::exception& e) {
+    io.err << "dumpctl: pending records not shown: " << escape_for_display(e.what()) << '\n';
+    return pending;
+  }
+  for (auto& e : contents.entries) {
+    if (std::any_of(records.begin(), records.end(), [&](const DumpRecord& r) { return r.id == e.record.id; })) continue;
+    pending[e.record.id] = {{"why", e.why}, {"journaled_us", e.journaled_us}};
+    records.push_back(std::move(e.record));
+  }
+  std::stable_sort(records.begin(), records.end(),
+                   [](const DumpRecord& a, const DumpRecord& b) { return a.timestamp_us < b.timestamp_us; });
+  return pending;
+}
+
 }  // namespace
 
 int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
@@ -109,6 +133,7 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
     for (auto& s : index.list_summaries()) all.push_back(std::move(s.id));
     return ShortIds(std::move(all));
   }();
+  const auto pending = add_pending(g, io, records);
   std::erase_if(records, [&](const DumpRecord& r) {
     return (since && r.timestamp_us < *since) || (until && r.timestamp_us > *until) ||
            (o.container && !record_in_container(r, *o.container));
@@ -121,6 +146,7 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
       auto j = to_json(r);
       j["container"] = record_container(r);
       j["short_id"] = short_ids.of(r.id);
+      if (const auto it = pending.find(r.id); it != pending.end()) j["pending"] = it->second;
       arr.push_back(std::move(j));
     }
     print_json(arr, io);
@@ -132,7 +158,10 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
   }
   std::vector<Row> rows;
   rows.reserve(records.size());
-  for (const auto& r : records) rows.push_back(make_row(g.store, r, short_ids));
+  for (const auto& r : records) {
+    rows.push_back(make_row(g.store, r, short_ids));
+    if (pending.contains(r.id)) rows.back()[5] = "pending";  // COREFILE: not in the index yet
+  }
   print_table(rows, io.out);
   return io.out ? 0 : 1;
 }

@@ -28,6 +28,9 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
 
   GlobalOptions global;
   app.add_option("--store", global.store, "coredumpd store directory")->capture_default_str();
+  app.add_option("--pending-dir", global.pending_dir,
+                 "coredumpd's pending journal: records a read-only or full store could not take yet (list shows them)")
+      ->capture_default_str();
 
   ListOptions list_opts;
   CLI::App* list = app.add_subcommand("list", "List coredumps, oldest first (the default command)");

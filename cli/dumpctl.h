@@ -30,6 +30,8 @@ struct Io {
 /// Options that apply to every command.
 struct GlobalOptions {
   std::string store = kDefaultStore;  ///< store directory: index.sqlite, <id>.zst and <id>.core
+  /// The daemon's pending journal (store/pending_journal.h): records its index could not take yet.
+  std::string pending_dir = "/run/coredumpd/pending";
 };
 
 /// `dumpctl list`.

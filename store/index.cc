@@ -14,7 +14,6 @@
 #include "store/index_schema.h"
 #include "store/record_extras.h"
 #include "store/sqlite_stmt.h"
-#include "util/unique_fd.h"
 
 namespace coredumpd {
 
@@ -46,12 +45,6 @@ constexpr const char* kUpdate =
     " cgroup = ?16, hostname = ?17, boot_id = ?18, coredump_mask = ?19, signal = ?20,"
     " crashing_tid_ns = ?21, core_size = ?22, stored_size = ?23, compression = ?24, path = ?25,"
     " extra = ?26, rule = ?27, container_key = ?28 WHERE id = ?1";
-
-/// The name to give sqlite3_open_v2: a relative "file:..." path would be taken as a URI by builds
-/// with SQLITE_USE_URI, so such paths get a "./" prefix.
-std::string sqlite_name(const std::string& path) {
-  return path.rfind("file:", 0) == 0 ? "./" + path : path;
-}
 
 bool valid_id(const std::string& id) {
   if (id.empty() || id.size() > 64) return false;
@@ -180,102 +173,13 @@ std::string Index::db_path(const std::string& store_dir) {
   return store_dir + "/" + kDbName;
 }
 
-Index::Index(const std::string& store_dir, bool writable) : path_(db_path(store_dir)) {
-  try {
-    if (writable) {
-      open_writable();
-    } else {
-      open_read_only();
-    }
-  } catch (...) {
-    sqlite3_close_v2(db_);
-    db_ = nullptr;
-    throw;
-  }
-}
-
-Index::~Index() {
-  sqlite3_close_v2(db_);
-}
-
-int Index::user_version() const {
-  Stmt st(db_, path_, "PRAGMA user_version");
-  if (!st.step("read schema version")) throw IndexError("index " + path_ + ": no user_version");
-  return static_cast<int>(st.int64(0));
-}
-
-namespace {
-[[noreturn]] void refuse_newer(const std::string& path, int version) {
-  throw IndexError("index " + path + " has schema version " + std::to_string(version) +
-                   ", newer than the version " + std::to_string(Index::kSchemaVersion) +
-                   " this build understands: upgrade coredumpd/dumpctl");
-}
-}  // namespace
-
-void Index::open_writable() {
-  // Create the file ourselves so that it gets mode 0640 (SQLite would use 0644). The -wal and
-  // -shm files SQLite creates later copy the database file's mode.
-  if (!UniqueFd(::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640))) {
-    throw IndexError("index " + path_ + ": cannot create: " + std::strerror(errno));
-  }
-
-  const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;  // our mutex serialises calls
-  if (sqlite3_open_v2(sqlite_name(path_).c_str(), &db_, flags, nullptr) != SQLITE_OK) {
-    fail(db_, path_, "open");
-  }
-  sqlite3_extended_result_codes(db_, 1);
-  sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-
-  // Check the version before changing anything in a file written by a newer build.
-  if (const int v = user_version(); v > kSchemaVersion) refuse_newer(path_, v);
-
-  {
-    Stmt st(db_, path_, "PRAGMA journal_mode=WAL");
-    if (!st.step("set WAL mode") || st.bytes(0) != "wal") {
-      throw IndexError("index " + path_ + ": cannot switch to WAL mode");
-    }
-  }
-  exec(db_, path_, "PRAGMA synchronous=FULL", "set synchronous=FULL");
-
-  exec(db_, path_, "BEGIN IMMEDIATE", "begin schema transaction");
-  try {
-    const int v = user_version();  // again, under the write lock: another writer may have won
-    if (v > kSchemaVersion) refuse_newer(path_, v);
-    index_schema::upgrade(db_, path_, v);  // creates or migrates; nothing if current
-    exec(db_, path_, "COMMIT", "commit schema");
-    version_ = kSchemaVersion;
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
-}
-
-void Index::open_read_only() {
-  struct stat sb {};
-  if (::stat(path_.c_str(), &sb) != 0) {
-    if (errno == ENOENT) throw IndexError("no index at " + path_ + ": is this a coredumpd store?");
-    throw IndexError("index " + path_ + ": " + std::strerror(errno));
-  }
-  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(sqlite_name(path_).c_str(), &db_, flags, nullptr) != SQLITE_OK) {
-    fail(db_, path_, "open");
-  }
-  sqlite3_extended_result_codes(db_, 1);
-  sqlite3_busy_timeout(db_, kBusyTimeoutMs);
-  const int v = user_version();
-  if (v > kSchemaVersion) refuse_newer(path_, v);
-  if (v == 0) {
-    throw IndexError("index " + path_ + " has no coredumpd schema: is this a coredumpd store?");
-  }
-  version_ = v;  // an older version is read as it is: migrating needs a writable open
-}
-
 std::string Index::select_sql() const {
   return std::string(kSelectV1Columns) + (version_ >= 2 ? ", rule, container_key" : "") + " FROM dumps";
 }
 
 void Index::store(const DumpRecord& r, bool is_update) {
   std::lock_guard lock(mu_);
+  require_open();
   Stmt st(db_, path_, is_update ? kUpdate : kInsert);
   bind_record(st, r);
   st.step(is_update ? "update" : "insert");
@@ -292,6 +196,7 @@ void Index::update(const DumpRecord& r) {
 
 std::vector<DumpRecord> Index::list() const {
   std::lock_guard lock(mu_);
+  require_open();
   Stmt st(db_, path_, (select_sql() + " ORDER BY timestamp_us, rowid").c_str());
   std::vector<DumpRecord> out;
   while (st.step("list")) out.push_back(read_record(st, path_, version_));
@@ -301,6 +206,7 @@ std::vector<DumpRecord> Index::list() const {
 std::vector<DumpRecord> Index::list_container_candidates(const std::string& ref) const {
   if (version_ < 2) return list();  // no container_key column: the caller's match decides
   std::lock_guard lock(mu_);
+  require_open();
   // A row matches container_ref_matches() by its key (the column), its name or an id prefix (in
   // extra.container). Names and ids that are byte arrays (not UTF-8) are left to the caller.
   const std::string c = std::string("'$.") + extras::kContainer + ".";
@@ -323,6 +229,7 @@ std::vector<DumpRecord> Index::list_container_candidates(const std::string& ref)
 
 std::vector<RowSummary> Index::list_summaries() const {
   std::lock_guard lock(mu_);
+  require_open();
   // extra is always valid JSON when written by insert()/update(); json_valid() guards the
   // json_type() call (which fails on malformed text) against a hand-edited database. CASE only
   // evaluates the branch it takes.
@@ -354,6 +261,7 @@ std::vector<RowSummary> Index::list_summaries() const {
 
 std::optional<DumpRecord> Index::get(const std::string& id) const {
   std::lock_guard lock(mu_);
+  require_open();
   Stmt st(db_, path_, (select_sql() + " WHERE id = ?1").c_str());
   st.bind_text(1, id);
   if (!st.step("get")) return std::nullopt;
@@ -362,6 +270,7 @@ std::optional<DumpRecord> Index::get(const std::string& id) const {
 
 bool Index::remove(const std::string& id) {
   std::lock_guard lock(mu_);
+  require_open();
   Stmt st(db_, path_, "DELETE FROM dumps WHERE id = ?1");
   st.bind_text(1, id);
   st.step("remove");
@@ -370,6 +279,7 @@ bool Index::remove(const std::string& id) {
 
 int Index::mark_in_progress_interrupted(const std::string& reason) {
   std::lock_guard lock(mu_);
+  require_open();
   Stmt st(db_, path_, "UPDATE dumps SET state = ?1, reason = ?2 WHERE state = ?3");
   const std::string interrupted = state_name(DumpState::Interrupted);
   const std::string in_progress = state_name(DumpState::InProgress);

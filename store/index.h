@@ -66,6 +66,13 @@ class Index {
   /// is not a coredumpd index, or has a schema version newer than kSchemaVersion. The store
   /// directory itself must exist.
   Index(const std::string& store_dir, bool writable);
+  /// The daemon's open: writable if it can be, else read-only (a read-only or full store: the
+  /// index can still be listed), else not open at all (no index yet on a read-only filesystem;
+  /// every call then throws IndexError). `note` is set to why it is not writable ("" when it is).
+  /// Never throws for an unusable store (read-only, full, refusing new files); reopen_writable()
+  /// tries again later. Any other failure of the writable open (a newer schema, a file that is not
+  /// an index) throws IndexError, as the constructor does.
+  static std::unique_ptr<Index> open_best(const std::string& store_dir, std::string& note);
   ~Index();
   Index(const Index&) = delete;
   Index& operator=(const Index&) = delete;
@@ -98,12 +105,21 @@ class Index {
   /// many. Throws IndexError.
   int mark_in_progress_interrupted(const std::string& reason);
 
+  /// True if this instance was opened writable (or reopened so).
+  bool writable() const;
+  /// Replaces a read-only or unopened instance's connection with a writable one (the store became
+  /// usable again); nothing if already writable. Throws IndexError, and then stays as it was.
+  void reopen_writable();
+
   /// The database file's path (`<store_dir>/index.sqlite`).
   const std::string& path() const { return path_; }
 
  private:
+  explicit Index(std::string path) : path_(std::move(path)) {}  // unopened: see open_best()
+  void require_open() const;  // throws IndexError when unopened
   void open_writable();
   void open_read_only();
+  void connect_read_only(const std::string& name, int flags);  // sqlite3_open_v2 name, then the version
   int user_version() const;
   /// The SELECT of every column read_record() reads, for this database's schema version.
   std::string select_sql() const;
@@ -112,6 +128,7 @@ class Index {
   std::string path_;
   sqlite3* db_ = nullptr;
   int version_ = 0;  ///< the database's schema version (kSchemaVersion once a writable open migrated it)
+  bool writable_ = false;
   mutable std::mutex mu_;
 };
 

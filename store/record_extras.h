@@ -116,6 +116,10 @@ inline constexpr const char* kSpoolPageCacheBlocks = "spool_page_cache_blocks";
 
 /// object {reason, time_us (UTC µs), path, stored_size (bytes)}: vacuum() removed the core.
 inline constexpr const char* kVacuumed = "vacuumed";
+/// object {reason, journaled_us, moved_us (UTC µs)}: the index could not take this record when it
+/// was written (read-only or full store); it waited in the pending journal (store/pending_journal.h)
+/// and was moved into the index later.
+inline constexpr const char* kJournaled = "journaled";
 
 // --- Keys inside objects that the store and dumpctl read --------------------------------------
 

@@ -1,4 +1,8 @@
 #include "store/retention_limits.h"
+
+#include <algorithm>
+#include <cmath>
+
 #include "util/text.h"
 
 #include <algorithm>

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "daemon/dump/core_writer.h"
+#include "daemon/dump/keep_free.h"
 #include "daemon/forward/forward.h"
 #include "daemon/proc/peer.h"
 #include "daemon/proc/proc_dir.h"
@@ -40,8 +41,8 @@ StreamEnd drain(int fd, std::chrono::milliseconds idle, Pull&& pull);
 // Drain-side sink: scans notes, spools up to the size limit, keeps counting past it.
 class DrainSink {
  public:
-  DrainSink(Handoff& h, DrainReport& report, std::uint64_t limit)
-      : spool_(h.spool.get()), sampler_(h.sampler), d_(report), limit_(limit) {}
+  DrainSink(Handoff& h, DrainReport& report, std::uint64_t limit, const RetentionLimits& retention)
+      : spool_(h.spool.get()), sampler_(h.sampler), d_(report), limit_(limit), keep_free_(h.ctx.store_dirfd, retention) {}
 
   /// Where the next bytes of a plain core stream are read to: the spool's block, at most as much
   /// as the spool may still take (max_core_bytes); empty once it takes nothing more.
@@ -105,8 +106,15 @@ class DrainSink {
   }
 
  private:
-  std::uint64_t room(std::uint64_t len) const {
+  std::uint64_t room(std::uint64_t len) {
     if (!spool_ || !d_.spool_error.empty() || d_.spooled >= limit_) return 0;
+    if (!keep_free_.allows(d_.spooled)) {
+      // As at max_core_bytes: the rest is drained and dropped, what came is stored (truncated);
+      // with nothing spooled there is no core at all.
+      limit_ = d_.spooled;
+      (d_.spooled == 0 ? d_.spool_error : d_.cut_reason) = keep_free_.reason();
+      return 0;
+    }
     return std::min(len, limit_ - d_.spooled);
   }
 
@@ -135,6 +143,7 @@ class DrainSink {
   CompressibilitySampler& sampler_;
   DrainReport& d_;
   std::uint64_t limit_;
+  KeepFreeGuard keep_free_;
   bool probe_due_ = false;
   protocol::CoreNoteScanner scanner_;
 };
@@ -152,7 +161,7 @@ Drained drain_core_stream(Handoff& h, DumpJob job, std::string spool_error) {
 
   std::optional<Relay> relay;
   if (d.forward.attempted) relay.emplace(std::move(job.forward_socket), job.config->stream_idle_timeout);
-  DrainSink sink(h, d, job.policy.max_core_bytes.value_or(UINT64_MAX));
+  DrainSink sink(h, d, job.policy.max_core_bytes.value_or(UINT64_MAX), effective_retention(*job.config));
   protocol::RecordDecoder decoder(job.negotiation.sparse == protocol::FlagOutcome::Granted);
   const protocol::RecordSink record_sink{
       [&](std::uint64_t, std::span<const std::byte> bytes) { sink.data(bytes); },

@@ -9,6 +9,7 @@
 #include "daemon/dump/arena_pool.h"
 #include "daemon/report/stats.h"
 #include "store/index.h"
+#include "store/pending_journal.h"
 
 namespace coredumpd {
 
@@ -28,6 +29,8 @@ struct DumpContext {
   Stats& stats;
   std::mutex vacuum_mu;                   ///< vacuum() calls on the store must not overlap
   std::atomic<int> dumps_in_flight{0};    ///< dump jobs queued or running (bounded by max_concurrent_dumps)
+  /// Where records go that the index cannot take (record_keeper.h); nullptr: nowhere.
+  PendingJournal* journal = nullptr;
 };
 
 }  // namespace coredumpd

@@ -43,16 +43,6 @@ void run_dump_job(DumpContext& ctx, DumpJob job, std::function<void()> done) {
   hand_off(h, drain_core_stream(*h, std::move(job), std::move(spool_error)));
 }
 
-bool save_record(DumpContext& ctx, const DumpRecord& record, bool update) {
-  try {
-    update ? ctx.index.update(record) : ctx.index.insert(record);
-    return true;
-  } catch (const std::exception& e) {
-    spdlog::error("dump {}: index {} failed: {}", record.id, update ? "update" : "insert", e.what());
-    return false;
-  }
-}
-
 namespace {
 
 // The drain's last acts: its results to the compressor, then the end of the spool's input, after

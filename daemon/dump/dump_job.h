@@ -49,8 +49,12 @@ struct DumpJob {
 /// `done`. Never throws: every failure is logged, counted and recorded.
 void run_dump_job(DumpContext& ctx, DumpJob job, std::function<void()> done);
 
-/// Writes `record` to the index (insert, or update if `update`), logging instead of throwing.
-/// Returns false on failure.
-bool save_record(DumpContext& ctx, const DumpRecord& record, bool update);
+/// Writes `record` to the index (insert, or update if `update`), logging instead of throwing. When
+/// the index refuses it (a read-only or full store), the record goes to ctx.journal, to be moved
+/// into the index later (record_keeper.h). Returns true if the record was kept either way, false
+/// if it was lost (both failed; logged with the reasons). `journal_if_refused` false: no journal,
+/// the caller has another way (finalize_dump() drops a core the index cannot record, and records
+/// that). Defined in record_keeper.cc.
+bool save_record(DumpContext& ctx, const DumpRecord& record, bool update, bool journal_if_refused = true);
 
 }  // namespace coredumpd

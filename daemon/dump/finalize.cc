@@ -44,7 +44,7 @@ void finalize_dump(Handoff& h, Drained& drained, const CompressReport& compress)
   }
   apply_verdict(verdict, d, r);
   r.extra[extras::kStoredUs] = us_since(h.started);
-  if (!save_record(ctx, r, h.indexed) && holds_core(r)) {
+  if (!save_record(ctx, r, h.indexed, /*journal_if_refused=*/!holds_core(r)) && holds_core(r)) {
     // The core is linked but the index cannot say so (a full store: a raw core can take its last
     // page). Left, it would be an orphan no vacuum counts; deleting it frees the space the index
     // needs to record the failure.

@@ -45,6 +45,7 @@ DumpVerdict judge_dump(const DrainReport& d, const CompressReport& c) {
   if (!truncation.empty() || cut) {
     v.state = DumpState::Truncated;
     v.reason = !truncation.empty() ? truncation
+               : !d.cut_reason.empty() ? d.cut_reason
                                    : "core of " + std::to_string(d.total) + " bytes cut at max_core_bytes " +
                                          std::to_string(d.spooled);
   }

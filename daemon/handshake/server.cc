@@ -22,6 +22,7 @@
 #include "daemon/policy/config_files.h"
 #include "daemon/policy/host_namespaces.h"
 #include "daemon/handshake/session.h"
+#include "daemon/dump/record_keeper.h"
 #include "daemon/dump/spool.h"
 #include "util/dir.h"
 #include "util/time.h"
@@ -38,6 +39,9 @@ namespace {
 // case, and a spool gives its blocks back when its stream ends, so two cover a crash that comes
 // while the last one's stream is still draining. 12 MiB of resident memory.
 constexpr std::size_t kWarmSpools = 2;
+
+// How often an unusable store (or a non-empty pending journal) is looked at again between crashes.
+constexpr std::chrono::seconds kStoreRecheck{30};
 
 std::string read_boot_id() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -101,15 +105,22 @@ Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
       acceptor_(io_),
       signals_(io_, SIGTERM, SIGINT, SIGHUP),
       watchdog_(io_),
-      drain_timer_(io_) {
+      drain_timer_(io_),
+      store_timer_(io_) {
   store_dir_ = open_store_dir(config_->store_dir);
-  index_ = std::make_unique<Index>(config_->store_dir, /*writable=*/true);
-  if (int n = index_->mark_in_progress_interrupted("coredumpd stopped while this dump was in progress"))
+  // A read-only or full store still serves: records the index cannot take go to the journal.
+  std::string index_note;
+  index_ = Index::open_best(config_->store_dir, index_note);
+  journal_ = std::make_unique<PendingJournal>(pending_dir_of(*config_));
+  if (int n = index_->writable() ? index_->mark_in_progress_interrupted("coredumpd stopped while this dump was in progress") : 0)
     spdlog::warn("{} dump(s) were interrupted by an earlier stop; marked interrupted", n);
   remove_partial_files(store_dir_.get());
   ctx_ = std::make_unique<ServerContext>(io_, collectors_, dumps_, compressors_, spool_memory_, *index_, store_dir_.get(),
                                          read_boot_id(), stats_,
                                          config_);
+  ctx_->journal = journal_.get();
+  recover_pending_records(*ctx_, /*at_start=*/true);
+  spdlog::info("store {}: {}", config_->store_dir, describe_store_state(*ctx_, index_note));
   // Said once: without a reference for a namespace type, crashes in it alone look like the host's.
   const HostNamespaces host_ns = read_host_namespaces();
   ctx_->host_namespaces = host_ns.inodes;
@@ -152,6 +163,7 @@ int Server::run() {
   accept_next();
   wait_signals();
   if (sd_watchdog_enabled(0, &watchdog_usec_) > 0) watchdog_tick();
+  store_tick();
   sd_notifyf(0, "READY=1\nSTATUS=listening, store %s", config_->store_dir.c_str());
   io_.run();
   dumps_.join();
@@ -196,6 +208,7 @@ void Server::reload() {
     Config& fresh = loaded.config;
     fresh.socket_path = config_->socket_path;  // the socket and store cannot change under a running server
     fresh.store_dir = config_->store_dir;
+    fresh.pending_dir = config_->pending_dir;
     fresh.allow_unverified_peers = config_->allow_unverified_peers;
     ctx_->set_config(std::make_shared<const Config>(std::move(fresh)));
     spdlog::info("SIGHUP: configuration reloaded from {} file(s): {}", loaded.sources.size(),
@@ -231,6 +244,16 @@ void Server::shutdown() {
     }
   };
   Poller{this, give_up}(error_code{});
+}
+
+void Server::store_tick() {
+  store_timer_.expires_after(kStoreRecheck);
+  store_timer_.async_wait([this](error_code ec) {
+    if (ec) return;
+    if (!index_->writable() || journal_->has_entries())
+      boost::asio::post(dumps_, [ctx = ctx_.get()] { recover_pending_records(*ctx, false); });  // off the io thread
+    store_tick();
+  });
 }
 
 void Server::watchdog_tick() {

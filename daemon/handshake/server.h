@@ -47,6 +47,7 @@ class Server {
   void shutdown();
   void reload();
   void watchdog_tick();
+  void store_tick();  // every kStoreRecheck: a store usable again takes the pending journal
 
   std::shared_ptr<const Config> config_;
   ServerOptions options_;
@@ -57,12 +58,14 @@ class Server {
   boost::asio::thread_pool compressors_;
   UniqueFd store_dir_;
   std::unique_ptr<Index> index_;
+  std::unique_ptr<PendingJournal> journal_;  // records the index could not take (record_keeper.h)
   Stats stats_;
   std::unique_ptr<ServerContext> ctx_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   boost::asio::signal_set signals_;
   boost::asio::steady_timer watchdog_;
   boost::asio::steady_timer drain_timer_;
+  boost::asio::steady_timer store_timer_;
   std::uint64_t watchdog_usec_ = 0;
   bool own_socket_ = false;  ///< we created the socket file (not systemd): remove it at exit
   std::unique_ptr<CorePatternGuard> pattern_;

@@ -79,7 +79,9 @@ void Session::refuse_core_if_unable(protocol::Wants& wants, std::string& why) {
     ctx_.stats.count(Outcome::StoreUnavailable);
     wants.mode = protocol::Mode::Reject;
     why = *problem;
-    if (log_limiter().allow("store unavailable")) spdlog::error("pid {}: rejecting the dump: {}", record_.pid, why);
+    if (log_limiter().allow("store unavailable"))
+      spdlog::error("pid {} ({}) {}: rejecting the core: {}; the record is kept", record_.pid, escape_for_log(record_.exe),
+                    record_.signal ? signal_name(*record_.signal) : std::string("signal unknown"), why);
     return;
   }
   if (ctx_.dumps_in_flight.load() >= config_->max_concurrent_dumps) {

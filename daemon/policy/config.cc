@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -90,6 +91,11 @@ RetentionLimits effective_retention(const Config& c) {
   for (const auto& r : c.rules)
     if (r.policy.max_use && !l.max_use_per_rule_bytes.contains(r.name)) l.max_use_per_rule_bytes[r.name] = *r.policy.max_use;
   return l;
+}
+
+std::string pending_dir_of(const Config& c) {
+  if (!c.pending_dir.empty()) return c.pending_dir;
+  return (std::filesystem::path(c.socket_path).parent_path() / "pending").string();
 }
 
 Config load_config_file(const std::string& path, Config base) {

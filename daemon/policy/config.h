@@ -32,6 +32,9 @@ int default_parallelism();
 struct Config {
   std::string socket_path = "/run/coredumpd/coredump.socket";  ///< where the kernel connects (@@PATH)
   std::string store_dir = "/var/lib/coredumpd";                ///< cores and index.sqlite
+  /// Records the index cannot take (a read-only or full store) wait here (store/pending_journal.h).
+  /// "": `pending` beside the socket (/run/coredumpd/pending by default): see pending_dir_of().
+  std::string pending_dir;
   /// Longest the crashing task may stay frozen before we ack (accept -> ack sent). The kernel has no
   /// timeout of its own (docs/PROTOCOL.md §4.7), so this bound is ours to keep.
   std::chrono::milliseconds handshake_timeout{2000};
@@ -94,6 +97,10 @@ struct Config {
 /// one, as the quota of rule "") added to max_use_per_rule_bytes, so that one mechanism enforces
 /// both. Where both name a rule, they agree (apply_config_json() refuses a conflict).
 RetentionLimits effective_retention(const Config& c);
+
+/// The pending journal's directory: c.pending_dir, or when that is "" the directory `pending` beside
+/// c.socket_path (a tmpfs under /run by default, writable when the store is not).
+std::string pending_dir_of(const Config& c);
 
 /// Reads one JSON configuration file (no drop-ins) over `base` and returns the result. Throws
 /// ConfigError. The daemon reads the main file and its drop-ins with load_config() (config_files.h).

@@ -27,6 +27,12 @@ constexpr ConfigKey<Config> kGlobal[] = {
      .description = "The store: cores and index.sqlite.",
      .apply = [](const KeyValue& v, Config& c) { c.store_dir = v.path(); },
      .write = [](const Config& c) -> json { return c.store_dir; }},
+    {.name = "pending_dir", .type = "path", .values = "absolute; keep it off the store's filesystem",
+     .default_text = "\"pending\" beside the socket: /run/coredumpd/pending",
+     .description = "Where records wait that the index cannot take (a read-only or full store), until it can "
+                    "(records.jsonl, at most 8 MiB).",
+     .apply = [](const KeyValue& v, Config& c) { c.pending_dir = v.path(); },
+     .write = [](const Config& c) -> json { return pending_dir_of(c); }},
     integer_key<&Config::handshake_timeout>("handshake_timeout_ms", 10, 60'000,
         "Longest the crashing task stays frozen before the ack (the kernel has no timeout of its own)."),
     integer_key<&Config::stream_idle_timeout>("stream_idle_timeout_ms", 100, 3'600'000,

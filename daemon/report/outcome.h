@@ -28,9 +28,11 @@ enum class Outcome : std::size_t {
   Forwarded,         ///< delivered to a receiver (action forward)
   ForwardFallback,   ///< on the way: a forward failed and the host handled the crash itself
   ForwardedIn,       ///< on the way: a crash received from a forwarder (accept_forwarded)
+  Journaled,         ///< on the way: the index could not take a record; it waits in the pending journal
+  RecordLost,        ///< on the way: neither the index nor the pending journal took a record
 };
 
-inline constexpr std::size_t kOutcomeCount = static_cast<std::size_t>(Outcome::ForwardedIn) + 1;
+inline constexpr std::size_t kOutcomeCount = static_cast<std::size_t>(Outcome::RecordLost) + 1;
 
 /// One row per Outcome, in the enum's order.
 struct OutcomeInfo {
@@ -58,6 +60,8 @@ inline constexpr std::array<OutcomeInfo, kOutcomeCount> kOutcomes = {{
     {Outcome::Forwarded, "forwarded", "forwarded"},
     {Outcome::ForwardFallback, "forward_fallback", "forward fallbacks"},
     {Outcome::ForwardedIn, "forwarded_in", "received forwarded"},
+    {Outcome::Journaled, "journaled", ""},
+    {Outcome::RecordLost, "record_lost", ""},
 }};
 
 consteval bool outcomes_in_order() {
