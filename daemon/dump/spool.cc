@@ -198,6 +198,12 @@ std::uint64_t Spool::persist(int store_dirfd, const std::string& name) {
   return len;
 }
 
+void Spool::keep_as(int store_dirfd, const std::string& name) {
+  if (::ftruncate(fd_.get(), static_cast<off_t>(size())) < 0) fail("extend spool file");  // a trailing hole
+  if (::fsync(fd_.get()) < 0) fail("fsync spool file");
+  link_into_store(fd_.get(), store_dirfd, name);
+}
+
 bool Spool::closed() const {
   std::lock_guard lock(mu_);
   return closed_;

@@ -95,6 +95,11 @@ class Spool {
   /// Returns the file's size in bytes. Throws StoreError; nothing is left under `name` then.
   std::uint64_t persist(int store_dirfd, const std::string& name);
 
+  /// Makes the spool durable and gives it the name `name` in `store_dirfd` too (ftruncate to
+  /// size(), fsync, link): what a restart finds (spool_recovery.h). Call after flush(), on a spool
+  /// never release()d. Throws StoreError; nothing is left under `name` then.
+  void keep_as(int store_dirfd, const std::string& name);
+
   /// Blocks the drain wrote through the page cache because the disk was behind (all queued).
   std::uint64_t overflowed_blocks() const;
 

@@ -22,6 +22,7 @@
 #include "daemon/policy/config_files.h"
 #include "daemon/handshake/session.h"
 #include "daemon/dump/spool.h"
+#include "daemon/dump/spool_recovery.h"
 #include "util/dir.h"
 #include "util/time.h"
 
@@ -120,6 +121,7 @@ Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
                                          read_boot_id(), stats_,
                                          config_);
   ctx_->host_namespaces = read_host_namespaces();
+  start_spool_recovery(*ctx_, *config_, ctx_->in_flight);  // cores received in full before a stop
 
   const int passed = sd_listen_fds(1);
   if (passed > 1) throw std::runtime_error("systemd passed " + std::to_string(passed) + " sockets; expected one");
