@@ -119,11 +119,15 @@ std::optional<SpoolManifest> manifest_from_json(const nlohmann::json& j, std::st
     m.extra = j.at("extra");
     if (!j.at("signal").is_null()) m.signal = j.at("signal").get<int>();
     if (!j.at("crashing_tid_ns").is_null()) m.crashing_tid_ns = j.at("crashing_tid_ns").get<std::int64_t>();
-    if (!valid_id(m.id)) error = "bad id";
-    else if (!state || (*state != DumpState::Complete && *state != DumpState::Truncated)) error = "bad state";
-    else if (m.spooled > m.received) error = "more spooled than received";
-    else if (!m.extra.is_object()) error = "extra is not an object";
-    if (!error.empty()) return std::nullopt;
+    const char* bad = !valid_id(m.id) ? "bad id"
+                      : !state || (*state != DumpState::Complete && *state != DumpState::Truncated) ? "bad state"
+                      : m.spooled > m.received ? "more spooled than received"
+                      : !m.extra.is_object() ? "extra is not an object"
+                                             : nullptr;
+    if (bad) {
+      error = bad;
+      return std::nullopt;
+    }
     m.state = *state;
     return m;
   } catch (const nlohmann::json::exception& e) {

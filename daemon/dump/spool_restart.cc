@@ -121,8 +121,10 @@ void start_spool_recovery(DumpContext& ctx, const Config& config, std::atomic<in
   for (const auto& id : manifests) {
     std::string error = "unreadable";
     std::optional<SpoolManifest> m;
-    if (const auto text = read_small_file(dirfd, manifest_file_name(id)))
-      m = manifest_from_json(nlohmann::json::parse(*text, nullptr, false), error);
+    if (const auto text = read_small_file(dirfd, manifest_file_name(id))) {
+      if (const auto j = nlohmann::json::parse(*text, nullptr, false); j.is_discarded()) error = "is not JSON";
+      else m = manifest_from_json(j, error);
+    }
     if (m && m->id != id) {
       error = "its id is " + m->id;
       m.reset();
