@@ -81,7 +81,9 @@ class RestartRecovery : public ::testing::Test {
     wait_until(
         [&] {
           r = record(id);
-          return r && r->state != DumpState::InProgress && r->state != DumpState::Interrupted;
+          // The record is written before the kept names go and the line is logged.
+          return r && r->state != DumpState::InProgress && r->state != DumpState::Interrupted &&
+                 daemon_->log().find("recovered after a restart") != std::string::npos;
         },
         30s);
     return r;
