@@ -137,8 +137,11 @@ void compress_stage(const std::shared_ptr<Handoff>& hp) {
   writer.reset();
   h.spool.reset();
   c.error = std::move(error);
+  // The core is committed (or will not be): the kept spool goes now, before the index update,
+  // so that no reader of the index finds it beside a final record. A stop between the two leaves
+  // the committed core unindexed, as it did before spools were kept (one index update).
+  if (h.spool_named) forget_kept_spool(h.ctx.store_dirfd, h.id);
   finalize_dump(h, *drained, c);
-  if (h.kept_for_recovery) forget_kept_spool(h.ctx.store_dirfd, h.id);  // the dump is indexed
   if (!forwarded) apply_retention(h.ctx, *h.config, h.id);  // quotas, now counting this dump
   // The last dump of a burst gives the arenas' free pages back (main.cc). Not after each one: the
   // dumps still running would fault the trimmed pages in again.

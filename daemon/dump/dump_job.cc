@@ -90,6 +90,7 @@ void keep_for_restart(Handoff& h, const Drained& drained) {
   m.signal = d.core_facts.signal;
   m.crashing_tid_ns = d.core_facts.crashing_tid;
   m.extra = drained.job.record.extra;
+  h.spool_named = true;
   const std::string error = keep_spool_for_recovery(*h.spool, h.ctx.store_dirfd, m);
   h.kept_for_recovery = error.empty();
   if (!error.empty() && log_limiter().allow("spool not kept"))

@@ -100,7 +100,8 @@ class Spool {
 
   /// Makes the spool durable and gives it the name `name` in `store_dirfd` too (ftruncate to
   /// size(), fsync, link): what a restart finds (spool_recovery.h). Call after flush(), on a spool
-  /// never release()d. Throws StoreError; nothing is left under `name` then.
+  /// never release()d. Throws StoreError; `name` may then exist (the caller removes it once
+  /// the spool is no longer needed; unlinking it at once would make persist() impossible).
   void keep_as(int store_dirfd, const std::string& name);
 
   /// Blocks the drain wrote through the page cache because the disk was behind (all queued).

@@ -142,10 +142,9 @@ std::string keep_spool_for_recovery(Spool& spool, int store_dirfd, const SpoolMa
   } catch (const StoreError& e) {
     return e.what();
   }
-  // The manifest last: a spool without one is never taken for a whole core.
-  std::string error = write_durably(store_dirfd, manifest_file_name(m.id), manifest_to_json(m).dump());
-  if (!error.empty()) ::unlinkat(store_dirfd, spool_file_name(m.id).c_str(), 0);
-  return error;
+  // The manifest last: a spool without one is never taken for a whole core. Its name stays until
+  // forget_kept_spool() (see Spool::keep_as()).
+  return write_durably(store_dirfd, manifest_file_name(m.id), manifest_to_json(m).dump());
 }
 
 void forget_kept_spool(int store_dirfd, const std::string& id) {

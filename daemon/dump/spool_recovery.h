@@ -49,11 +49,13 @@ std::string manifest_file_name(const std::string& id);
 
 /// Makes `spool` (flushed, its input not yet closed) durable and keeps it for the next start:
 /// fsync, link as spool_file_name(), then the manifest (written to a temporary name, fsynced,
-/// renamed, directory fsynced). Returns "" on success, else why not (nothing is left then).
+/// renamed, directory fsynced). Returns "" on success, else why not: no manifest is left then,
+/// but the spool's name may be; forget_kept_spool() removes it.
 std::string keep_spool_for_recovery(Spool& spool, int store_dirfd, const SpoolManifest& m);
 
 /// Removes the kept spool and manifest of `id`, if any (the manifest first). Not fsynced: a name
-/// left by a crash is removed at the next start, whose index already has the dump.
+/// left by a crash is removed at the next start (a spool without a manifest, or a manifest of a
+/// dump the index has as final).
 void forget_kept_spool(int store_dirfd, const std::string& id);
 
 /// Stores the kept spool of `m` from `store_dirfd` as its core file, as the dump would have:
