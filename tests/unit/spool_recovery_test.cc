@@ -189,6 +189,25 @@ TEST_F(SpoolRecoveryTest, KeptSpoolHoldsTheWholeCoreAndItsManifest) {
   EXPECT_FALSE(exists(manifest_file_name(kId)));
 }
 
+// The manifest cannot be written (here: a directory in the way of its temporary name): no
+// manifest, so no restart takes the spool for a whole core, and the spool can still be kept as
+// the raw core (a linked O_TMPFILE file once unlinked could never be linked again).
+TEST_F(SpoolRecoveryTest, AFailedManifestLeavesTheSpoolUsable) {
+  const auto core = sample_core();
+  ASSERT_EQ(::mkdirat(dirfd_, (manifest_file_name(kId) + ".tmp").c_str(), 0700), 0);
+  Spool spool(dirfd_);
+  spool.append(core);
+  spool.flush();
+  EXPECT_NE(keep_spool_for_recovery(spool, dirfd_, manifest(core.size())), "");
+  spool.close_input();
+  EXPECT_FALSE(exists(manifest_file_name(kId)));
+  EXPECT_EQ(spool.persist(dirfd_, kId + ".core"), core.size());
+  EXPECT_EQ(read_core(kId + ".core", kCompressionNone), core);
+  forget_kept_spool(dirfd_, kId);
+  EXPECT_FALSE(exists(spool_file_name(kId)));
+  EXPECT_TRUE(exists(kId + ".core"));
+}
+
 TEST_F(SpoolRecoveryTest, StoredCompressedAtTheManifestsLevelDecompressesToTheCore) {
   const auto core = sample_core();
   ASSERT_EQ(keep(core, manifest(core.size())), "");
