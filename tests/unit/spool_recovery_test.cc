@@ -21,6 +21,7 @@
 #include "daemon/dump/core_writer.h"
 #include "daemon/dump/dump_context.h"
 #include "daemon/dump/spool.h"
+#include "tests/unit/scratch_dir.h"
 #include "daemon/dump/spool_recovery.h"
 #include "daemon/policy/config.h"
 #include "store/core_stream.h"
@@ -35,17 +36,6 @@ const std::string kId = "0123456789abcdef0123456789abcdef";
 
 class SpoolRecoveryTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/var/tmp/coredumpd-recovery.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    dirfd_ = ::open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    ASSERT_GE(dirfd_, 0);
-  }
-  void TearDown() override {
-    ::close(dirfd_);
-    std::filesystem::remove_all(dir_);
-  }
 
   // A core of data, a 3 MiB zero run (a hole in the spool), data, and 100 KiB of trailing zeros.
   static std::vector<std::byte> sample_core() {
@@ -106,8 +96,9 @@ class SpoolRecoveryTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
-  int dirfd_ = -1;
+  test::ScratchDir scratch_{"coredumpd-recovery"};
+  const std::string dir_ = scratch_.path();
+  const int dirfd_ = scratch_.fd();
 };
 
 TEST_F(SpoolRecoveryTest, ManifestRoundTrips) {
