@@ -17,6 +17,7 @@
 #include "daemon/handshake/core_pattern.h"
 #include "daemon/handshake/probe.h"
 #include "daemon/handshake/server.h"
+#include "daemon/dump/spool_recovery.h"
 
 int main(int argc, char** argv) {
   // If we crashed while dumping someone else, the kernel would connect to our own still-open socket
@@ -51,6 +52,9 @@ int main(int argc, char** argv) {
                "Write @@SOCKET to /proc/sys/kernel/core_pattern; restore the previous value on exit");
   app.add_flag("--allow-unverified-peers", allow_unverified,
                "Accept peers that are not crashing tasks (fake-kernel tests only; insecure)");
+  bool hold_before_store = false;
+  app.add_flag("--test-hold-before-store", hold_before_store,
+               "Tests only: stop every dump once its core has arrived, before it is stored (to kill the daemon then)");
   app.add_flag("--probe", probe, "Print what the running kernel supports (JSON) and exit");
   app.add_option("--log-level", log_level, "trace, debug, info, warning, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -62,6 +66,7 @@ int main(int argc, char** argv) {
     if (!socket_path.empty()) config.socket_path = socket_path;
     if (!store_dir.empty()) config.store_dir = store_dir;
     config.allow_unverified_peers = allow_unverified;
+    coredumpd::set_hold_before_store(hold_before_store);
 
     if (check_config) {
       coredumpd::require_usable_socket_path(config.socket_path);  // the kernel must be able to use it

@@ -111,6 +111,10 @@ inline constexpr const char* kReleasedUs = "released_us";
 inline constexpr const char* kStoredUs = "stored_us";
 /// integer: spool blocks that overflowed the memory arenas into the page cache.
 inline constexpr const char* kSpoolPageCacheBlocks = "spool_page_cache_blocks";
+/// object: the daemon stopped after this core had arrived in full and before it was stored; the
+/// next start stored it from its kept spool (daemon/dump/spool_recovery.h). Keys "at_us" (wall
+/// clock µs of the recovery), "spooled" (bytes), "reason".
+inline constexpr const char* kRecovered = "recovered";
 
 // --- Retention (store/vacuum.cc) ------------------------------------------------------------
 

@@ -9,11 +9,13 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "daemon/dump/core_writer.h"
 #include "daemon/dump/finalize.h"
+#include "daemon/dump/spool_recovery.h"
 #include "daemon/report/log_limiter.h"
 #include "store/vacuum.h"
 #include "store/record_extras.h"
@@ -32,6 +34,7 @@ void compress_after_stream();
 void apply_retention(DumpContext& ctx, const Config& config, const std::string& keep_id);
 bool incompressible(const CoreWriter& w);
 bool keep_spool_uncompressed(Handoff& h);
+[[noreturn]] void hold_forever(const std::string& id);
 
 }  // namespace
 
@@ -93,7 +96,9 @@ void compress_stage(const std::shared_ptr<Handoff>& hp) {
         writer->write(bytes);
         pos += bytes.size();
       }
-      h.spool->release(pos);
+      // A spool kept for a restart (spool_recovery.h) keeps all of the core until it is stored; it
+      // is kept only once the stream has ended, so nothing is punched before.
+      if (streamed && !h.kept_for_recovery) h.spool->release(pos);
     } catch (const StoreError& e) {
       error = e.what();
     }
@@ -104,6 +109,7 @@ void compress_stage(const std::shared_ptr<Handoff>& hp) {
   }
   // The input is closed (the loop ended): the drain has handed over.
   if (!drained) drained = h.take();
+  if (hold_before_store()) hold_forever(h.id);
   const DrainReport& d = drained->report;
   auto& r = drained->job.record;
   r.extra[extras::kCompressedWhileStreaming] = compressed_while_streaming;
@@ -131,6 +137,10 @@ void compress_stage(const std::shared_ptr<Handoff>& hp) {
   writer.reset();
   h.spool.reset();
   c.error = std::move(error);
+  // The core is committed (or will not be): the kept spool goes now, before the index update,
+  // so that no reader of the index finds it beside a final record. A stop between the two leaves
+  // the committed core unindexed, as it did before spools were kept (one index update).
+  if (h.spool_named) forget_kept_spool(h.ctx.store_dirfd, h.id);
   finalize_dump(h, *drained, c);
   if (!forwarded) apply_retention(h.ctx, *h.config, h.id);  // quotas, now counting this dump
   // The last dump of a burst gives the arenas' free pages back (main.cc). Not after each one: the
@@ -199,6 +209,12 @@ bool keep_spool_uncompressed(Handoff& h) {
     // new verdict soon enough, without a wakeup per block.
     seen = h.spool->wait_beyond(seen + kVerdictStep - 1);
   }
+}
+
+// --test-hold-before-store: this compressor stops here for good (the test kills the daemon).
+void hold_forever(const std::string& id) {
+  spdlog::warn("dump {}: holding before storing the core (--test-hold-before-store)", id);
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 #include "daemon/dump/compress_stage.h"
 #include "daemon/dump/drain.h"
 #include "daemon/dump/handoff.h"
+#include "daemon/dump/outcome.h"
+#include "daemon/dump/spool_recovery.h"
+#include "daemon/report/log_limiter.h"
 #include "store/record_extras.h"
 
 namespace coredumpd {
@@ -14,6 +17,7 @@ namespace coredumpd {
 namespace {
 
 void hand_off(const std::shared_ptr<Handoff>& h, Drained drained);
+void keep_for_restart(Handoff& h, const Drained& drained);
 
 }  // namespace
 
@@ -50,9 +54,37 @@ namespace {
 void hand_off(const std::shared_ptr<Handoff>& h, Drained drained) {
   Spool* const spool = h->spool.get();
   if (spool) drained.job.record.extra[extras::kSpoolPageCacheBlocks] = spool->overflowed_blocks();
+  if (spool) keep_for_restart(*h, drained);
   h->deliver(std::move(drained));
   if (spool) spool->close_input();
   else boost::asio::post(h->ctx.compressors, [h] { compress_stage(h); });
+}
+
+// A core whose stream has ended is kept on disk under a name for a restart to find, in case the
+// daemon stops before it is stored (spool_recovery.h). After the release of the task: the fsync
+// here never makes it wait. Not for what would not be stored: a failed or forwarded dump.
+void keep_for_restart(Handoff& h, const Drained& drained) {
+  const DrainReport& d = drained.report;
+  if (!d.spool_error.empty() || d.malformed || d.forward.delivered) return;
+  const DumpVerdict v = judge_dump(d, CompressReport{});
+  if (v.state != DumpState::Complete && v.state != DumpState::Truncated) return;
+  SpoolManifest m;
+  m.id = h.id;
+  m.received = d.total;
+  m.spooled = d.spooled;
+  m.state = v.state;
+  m.reason = v.reason;
+  // As the compressor will decide (compress_stage.cc, keep_spool_uncompressed): the samples are final.
+  m.uncompressed = h.may_store_uncompressed && h.sampler.verdict() == CompressibilitySampler::Verdict::Incompressible;
+  m.level = h.compression_level;
+  m.signal = d.core_facts.signal;
+  m.crashing_tid_ns = d.core_facts.crashing_tid;
+  m.extra = drained.job.record.extra;
+  h.spool_named = true;
+  const std::string error = keep_spool_for_recovery(*h.spool, h.ctx.store_dirfd, m);
+  h.kept_for_recovery = error.empty();
+  if (!error.empty() && log_limiter().allow("spool not kept"))
+    spdlog::warn("dump {}: spool not kept for a restart (a stop before it is stored would lose it): {}", h.id, error);
 }
 
 }  // namespace

@@ -51,6 +51,11 @@ struct Handoff {
   std::unique_ptr<Spool> spool;  ///< null if it could not be created; the compressor destroys it
   CompressibilitySampler sampler;  ///< fed by the drain, read by the compressor (thread-safe)
   const std::function<void()> done;  ///< called once the dump is indexed
+  /// The drain kept the spool for a restart (spool_recovery.h): set before the spool's input is
+  /// closed, read by the compressor after; it then never punches the spool. `spool_named`: the
+  /// drain tried, and a name may exist, which the compressor removes at the end.
+  bool kept_for_recovery = false;
+  bool spool_named = false;
 
   /// The drain's results; call once, before closing the spool's input.
   void deliver(Drained drained) { promise_.set_value(std::move(drained)); }

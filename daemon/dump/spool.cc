@@ -198,6 +198,18 @@ std::uint64_t Spool::persist(int store_dirfd, const std::string& name) {
   return len;
 }
 
+void Spool::keep_as(int store_dirfd, const std::string& name) {
+  if (::ftruncate(fd_.get(), static_cast<off_t>(size())) < 0) fail("extend spool file");  // a trailing hole
+  if (::fsync(fd_.get()) < 0) fail("fsync spool file");
+  // Not link_into_store(), which unlinks the name when the directory's fsync fails: an O_TMPFILE
+  // file linked once and unlinked again can never be linked again (persist() would fail).
+  if (::linkat(fd_.get(), "", store_dirfd, name.c_str(), AT_EMPTY_PATH) < 0) {
+    const std::string self = "/proc/self/fd/" + std::to_string(fd_.get());
+    if (::linkat(AT_FDCWD, self.c_str(), store_dirfd, name.c_str(), AT_SYMLINK_FOLLOW) < 0) fail("link spool file");
+  }
+  if (::fsync(store_dirfd) < 0) fail("fsync store directory");
+}
+
 bool Spool::closed() const {
   std::lock_guard lock(mu_);
   return closed_;

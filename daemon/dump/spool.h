@@ -9,10 +9,13 @@
 // bypasses the page cache"). Where the disk falls behind the kernel's emit (all kQueuedBlocks
 // queued), the drain writes the next block through the page cache itself rather than wait
 // (BlockWriter::Options::overflow_fd); config spool_direct_io = false puts it all there. The
-// compressor reads behind the writer, also with O_DIRECT, through a descriptor of its own, and
-// punches out what it has compressed, so the disk holds only the lag between the two. A core not
-// worth compressing skips that: the spool itself is made durable and linked into the store
-// (persist()); its bytes are already on the disk when the stream ends.
+// compressor reads behind the writer, also with O_DIRECT, through a descriptor of its own. Once
+// the stream has ended, the spool is made durable and named in the store (keep_as(),
+// spool_recovery.h), so a core received in full survives a stop of the daemon before it is
+// stored; it is therefore not punched out behind the compressor (release()) unless keeping it
+// failed, and holds the whole core until the dump is indexed. A core not worth compressing is not
+// compressed: the spool itself is linked as the stored core (persist()); its bytes are already on
+// the disk when the stream ends.
 #pragma once
 
 #include <condition_variable>
@@ -94,6 +97,12 @@ class Spool {
   /// link (link_into_store()). Call once the input is closed, on a spool never release()d.
   /// Returns the file's size in bytes. Throws StoreError; nothing is left under `name` then.
   std::uint64_t persist(int store_dirfd, const std::string& name);
+
+  /// Makes the spool durable and gives it the name `name` in `store_dirfd` too (ftruncate to
+  /// size(), fsync, link): what a restart finds (spool_recovery.h). Call after flush(), on a spool
+  /// never release()d. Throws StoreError; `name` may then exist (the caller removes it once
+  /// the spool is no longer needed; unlinking it at once would make persist() impossible).
+  void keep_as(int store_dirfd, const std::string& name);
 
   /// Blocks the drain wrote through the page cache because the disk was behind (all queued).
   std::uint64_t overflowed_blocks() const;

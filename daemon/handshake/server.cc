@@ -24,6 +24,7 @@
 #include "daemon/handshake/session.h"
 #include "daemon/dump/record_keeper.h"
 #include "daemon/dump/spool.h"
+#include "daemon/dump/spool_recovery.h"
 #include "util/dir.h"
 #include "util/time.h"
 
@@ -126,6 +127,8 @@ Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
   ctx_->host_namespaces = host_ns.inodes;
   if (host_ns.missing.empty()) spdlog::info("host namespaces: {}", host_ns.describe());
   else spdlog::warn("host namespaces: {}", host_ns.describe());
+  // Cores received in full before a stop; on a store that refuses writes they wait for the next start.
+  if (index_->writable()) start_spool_recovery(*ctx_, *config_, ctx_->in_flight);
 
   const int passed = sd_listen_fds(1);
   if (passed > 1) throw std::runtime_error("systemd passed " + std::to_string(passed) + " sockets; expected one");

@@ -83,8 +83,9 @@ class RealKernel : public ::testing::Test {
     restart_daemon(config);
   }
 
-  // (Re)starts coredumpd on the current temp dir and store, e.g. after stopping or killing it.
-  void restart_daemon(const std::string& config = "") {
+  // (Re)starts coredumpd on the current temp dir and store, e.g. after stopping or killing it;
+  // `extra_args` go on its command line.
+  void restart_daemon(const std::string& config = "", const std::vector<std::string>& extra_args = {}) {
     pattern_.reset();
     if (daemon_) daemon_->stop();
     std::vector<std::string> args;
@@ -95,6 +96,7 @@ class RealKernel : public ::testing::Test {
       std::fclose(f);
       args = {"--config", path};
     }
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
     daemon_ = std::make_unique<Daemon>(COREDUMPD_BIN, socket_, store_, *dir_ / "coredumpd.log", args);
     pattern_ = std::make_unique<CorePatternLock>("@@" + socket_);
   }

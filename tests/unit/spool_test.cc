@@ -33,6 +33,7 @@
 #include "daemon/dump/block_writer.h"
 #include "daemon/dump/core_writer.h"  // StoreError
 #include "daemon/dump/spool.h"
+#include "tests/unit/scratch_dir.h"
 
 using namespace coredumpd;
 
@@ -42,19 +43,9 @@ constexpr std::size_t kPage = 4096;
 
 class SpoolTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/var/tmp/coredumpd-spool.XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    dirfd_ = ::open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    ASSERT_GE(dirfd_, 0);
-  }
-  void TearDown() override {
-    ::close(dirfd_);
-    std::filesystem::remove_all(dir_);
-  }
-  std::string dir_;
-  int dirfd_ = -1;
+  test::ScratchDir scratch_{"coredumpd-spool"};
+  const std::string dir_ = scratch_.path();
+  const int dirfd_ = scratch_.fd();
 };
 
 std::vector<std::byte> random_bytes(std::size_t n, unsigned seed) {
