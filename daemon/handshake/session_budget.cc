@@ -74,6 +74,12 @@ void Session::on_budget_admitted() {
   budget_ticket_ = 0;
   reservation_ = DumpReservation(ctx_.budget, dump_need());
   record_.extra[extras::kHandshakeStepsUs]["budget_admitted"] = us_since(accepted_at_);
+  // The wait's timer (9/10 of the deadline) must not overtake the ack's write: a fresh bound for
+  // it, as read_marker() sets for the marker (else the crash ended without a record).
+  deadline_.expires_after(config_->handshake_timeout);
+  deadline_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec) self->on_deadline();
+  });
   ack_with(pending_wants_, pending_why_);
 }
 

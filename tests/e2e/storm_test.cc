@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tests/e2e/real_kernel_fixture.h"
+#include "tests/support/settled_records.h"
 
 using namespace coredumpd;
 using namespace coredumpd::test;
@@ -24,19 +25,7 @@ TEST_F(RealKernel, CrashStormOfTinyProcessesAllStoredWithTheirCore) {
   for (pid_t p : pids) dumped += wait_for(p, 300s).core_dumped() ? 1 : 0;
   EXPECT_EQ(dumped, kCrashers) << "the kernel reports WCOREDUMP for every crash";
 
-  std::vector<DumpRecord> all;
-  wait_until(
-      [&] {
-        try {
-          all = Index(store_, false).list();
-        } catch (const IndexError&) {
-          return false;
-        }
-        return all.size() >= kCrashers && std::none_of(all.begin(), all.end(), [](const DumpRecord& r) {
-                 return r.state == DumpState::InProgress;
-               });
-      },
-      300s);
+  const auto all = settled_records(store_, kCrashers, 300s);
   int with_core = 0, waited = 0;
   for (pid_t p : pids) {
     const auto it = std::find_if(all.begin(), all.end(), [&](const DumpRecord& r) { return r.pid == p; });

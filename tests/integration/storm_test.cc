@@ -14,6 +14,7 @@
 
 #include "store/index.h"
 #include "tests/fake_kernel/fake_kernel.h"
+#include "tests/support/settled_records.h"
 #include "tests/support/test_support.h"
 
 using namespace coredumpd;
@@ -44,23 +45,7 @@ class Storm : public ::testing::Test {
     return o;
   }
 
-  // Every record once `n` exist and none is InProgress (bounded wait), else what there is.
-  std::vector<DumpRecord> settled_records(std::size_t n) {
-    std::vector<DumpRecord> all;
-    wait_until(
-        [&] {
-          try {
-            all = Index(store_, false).list();
-          } catch (const IndexError&) {
-            return false;
-          }
-          return all.size() >= n && std::none_of(all.begin(), all.end(), [](const DumpRecord& r) {
-                   return r.state == DumpState::InProgress;
-                 });
-        },
-        120s);
-    return all;
-  }
+  std::vector<DumpRecord> settled(std::size_t n) { return settled_records(store_, n, 120s); }
 
   std::unique_ptr<TempDir> dir_;
   std::string socket_, store_;
@@ -102,7 +87,7 @@ TEST_F(Storm, ManySimultaneousSmallDumpsWaitTheirTurnAndAllGetTheirCore) {
   first_thread.join();
   EXPECT_EQ(dumped.load(), kOthers) << "every crash streamed its whole core";
 
-  const auto all = settled_records(kOthers + 1);
+  const auto all = settled(kOthers + 1);
   ASSERT_EQ(all.size(), static_cast<std::size_t>(kOthers + 1));
   int waited = 0;
   for (const auto& r : all) {
@@ -142,7 +127,7 @@ TEST_P(StormDeadline, ADumpThatCannotFitGetsTheExplicitRecord) {
   EXPECT_EQ(res.outcome, want == DumpState::Rejected ? fk::Outcome::Rejected : fk::Outcome::Dumped) << res.error;
   EXPECT_EQ(res.bytes_streamed, 0u) << "no core streamed for the crash that found no room";
 
-  const auto all = settled_records(2);
+  const auto all = settled(2);
   ASSERT_EQ(all.size(), 2u);
   int complete = 0, overloaded = 0;
   for (const auto& r : all) {
