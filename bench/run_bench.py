@@ -1257,6 +1257,14 @@ def parse_args(argv):
     p.add_argument("--json-out", help="write every measurement here as JSON")
     p.add_argument("--workdir", help="where sockets and stores go (default: a new directory in /var/tmp)")
     p.add_argument("--keep", action="store_true", help="keep the stores and logs after the run")
+    p.add_argument("--storm", action="store_true",
+                   help="run the crash-storm scenarios (bench/storm_bench.py) instead of the size scenarios")
+    p.add_argument("--storm-burst", type=int, default=200, help="--storm: crashers started at once (0: skip)")
+    p.add_argument("--storm-burst-mib", type=int, default=1, help="--storm: MiB each burst crasher touches")
+    p.add_argument("--storm-rate", type=float, default=1000, help="--storm: crashers started per second (0: skip)")
+    p.add_argument("--storm-seconds", type=float, default=10, help="--storm: for how long")
+    p.add_argument("--storm-rate-mib", type=int, default=0, help="--storm: MiB each paced crasher touches")
+    p.add_argument("--storm-config", help="--storm: coredumpd configuration (JSON text); default: built-in defaults")
     args = p.parse_args(argv)
     if args.servers is None:
         args.servers = [x for x in DEFAULT_SERVERS if x != "systemd-coredump" or args.systemd_coredump]
@@ -1373,6 +1381,11 @@ def run_all(args, scenarios, workdir, skipped):
 def main(argv=None):
     """Plan, run under the core_pattern lock, report. Exit status 1 only if interrupted."""
     args = parse_args(argv if argv is not None else sys.argv[1:])
+    if args.storm:
+        if os.geteuid() != 0:
+            sys.exit("run_bench: needs root (writes kernel.core_pattern)")
+        import storm_bench  # beside this file
+        return storm_bench.main(args, CorePattern)
     preflight(args)
     scenarios, skipped = plan(args)
     env = environment(args)

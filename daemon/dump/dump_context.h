@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "daemon/dump/arena_pool.h"
+#include "daemon/dump/dump_budget.h"
 #include "daemon/report/stats.h"
 #include "store/index.h"
 #include "store/pending_journal.h"
@@ -28,7 +29,9 @@ struct DumpContext {
   int store_dirfd;                        ///< the store directory, opened O_DIRECTORY|O_NOFOLLOW
   Stats& stats;
   std::mutex vacuum_mu;                   ///< vacuum() calls on the store must not overlap
-  std::atomic<int> dumps_in_flight{0};    ///< dump jobs queued or running (bounded by max_concurrent_dumps)
+  std::atomic<int> dumps_in_flight{0};    ///< dump jobs queued or running
+  /// What the dumps in flight hold (memory, disk, count); crashes wait here for room (dump_budget.h).
+  DumpBudget budget;
   /// Where records go that the index cannot take (record_keeper.h); nullptr: nowhere.
   PendingJournal* journal = nullptr;
 };

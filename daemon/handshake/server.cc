@@ -25,6 +25,7 @@
 #include "daemon/dump/record_keeper.h"
 #include "daemon/dump/spool.h"
 #include "daemon/dump/spool_recovery.h"
+#include "daemon/report/log_limiter.h"
 #include "util/dir.h"
 #include "util/time.h"
 
@@ -163,12 +164,22 @@ int Server::run() {
       spdlog::warn("no memory to keep spool blocks warm; each dump maps its own");
     }
   });
+  // A flood's summary line is written when its window ends (log_limiter.h), from this loop.
+  log_limiter().set_scheduler([this](LogLimiter::Clock::time_point when) {
+    boost::asio::post(io_, [this, when] {
+      auto timer = std::make_shared<boost::asio::steady_timer>(io_, when);
+      timer->async_wait([timer](error_code ec) {
+        if (!ec) log_limiter().flush();
+      });
+    });
+  });
   accept_next();
   wait_signals();
   if (sd_watchdog_enabled(0, &watchdog_usec_) > 0) watchdog_tick();
   store_tick();
   sd_notifyf(0, "READY=1\nSTATUS=listening, store %s", config_->store_dir.c_str());
   io_.run();
+  log_limiter().set_scheduler(nullptr);
   dumps_.join();
   compressors_.join();
   collectors_.join();

@@ -244,6 +244,12 @@ void Session::send_ack() {
     apply_rate_limit(wants, why, rule_, container_key_);
     if (wants.mode == protocol::Mode::Kernel) refuse_core_if_unable(wants, why);
   }
+  if (wants.mode == protocol::Mode::Kernel && !reserve_or_wait(wants, why)) return;  // ack_with() once admitted
+  ack_with(wants, std::move(why));
+}
+
+void Session::ack_with(protocol::Wants wants, std::string why) {
+  state_ = State::SendingAck;
   if (!why.empty()) record_.reason = why;
   std::string error;
   auto negotiation = protocol::negotiate(req_, wants, config_->close_files_bit, error);
@@ -331,12 +337,17 @@ void Session::on_marker() {
 
 void Session::hand_off_dump() {
   ++ctx_.dumps_in_flight;
+  // The budget share is held until the dump is indexed (the done callback); std::function copies.
+  auto share = std::make_shared<DumpReservation>(std::move(reservation_));
   DumpJob job{UniqueFd(socket_.release()), std::move(peer_.pidfd), std::move(record_), std::move(facts_),
               negotiation_, policy_, config_, shared_from_this(),
               receiver_ ? std::move(receiver_->socket) : UniqueFd()};
   receiver_.reset();
-  asio::post(ctx_.dumps, [&ctx = ctx_, job = std::move(job)]() mutable {
-    run_dump_job(ctx, std::move(job), [&ctx] { --ctx.dumps_in_flight; });
+  asio::post(ctx_.dumps, [&ctx = ctx_, job = std::move(job), share]() mutable {
+    run_dump_job(ctx, std::move(job), [&ctx, share] {
+      share->reset();
+      --ctx.dumps_in_flight;
+    });
   });
 }
 
@@ -364,6 +375,8 @@ void Session::on_deadline() {
       ctx_.stats.count(Outcome::HandshakeTimeout);  // on the way: the crash is still acked
       forward_failed("the receiver did not complete the handshake within the handshake deadline");
       return send_ack();
+    case State::WaitingForBudget:
+      return budget_deadline();
     case State::SendingAck:
     case State::ReadingMarker:
       return end(Outcome::HandshakeTimeout, "peer did not answer the coredump_ack within " +

@@ -43,6 +43,10 @@ namespace coredumpd {
 /// the dump streams (0) and compressors (10), since a task stays frozen until its ack.
 inline constexpr int kHandshakeNice = -5;
 
+/// The bounds of the dumps in flight that `config` sets (dump_memory_budget, dump_disk_budget,
+/// max_concurrent_dumps).
+DumpBudgetLimits budget_limits(const Config& config);
+
 /// The handshake of one accepted connection. Create with std::make_shared and call start().
 class Session : public std::enable_shared_from_this<Session> {
  public:
@@ -58,7 +62,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void start();
 
  private:
-  enum class State { ReadingRequest, Collecting, Forwarding, SendingAck, ReadingMarker, Done };
+  enum class State { ReadingRequest, Collecting, Forwarding, WaitingForBudget, SendingAck, ReadingMarker, Done };
 
   void read_request_size();
   void read_request_body(std::uint32_t known, std::uint32_t discard);
@@ -79,6 +83,17 @@ class Session : public std::enable_shared_from_this<Session> {
   /// Forwarding is off for this crash: logs and records `why`; the host handles the crash itself.
   void forward_failed(const std::string& why);
   void send_ack();
+  /// Sends the ack for `wants` (after the budget admitted a KERNEL-mode dump, or for any other mode).
+  void ack_with(protocol::Wants wants, std::string why);
+  /// What this crash's dump would hold in flight (memory, estimated core), cut to the limits.
+  DumpNeed dump_need() const;
+  /// A KERNEL-mode dump reserves its share of ctx_.budget (dump_budget.h) before the ack. True:
+  /// reserved, ack now. False: waiting (State::WaitingForBudget) until on_budget_admitted() or,
+  /// near the handshake deadline, budget_deadline(), which ack with the saved wants.
+  bool reserve_or_wait(const protocol::Wants& wants, const std::string& why);
+  void on_budget_admitted();
+  /// No room freed up in time: the crash gets overload_action, with the reason in the record.
+  void budget_deadline();
   void refuse_core_if_unable(protocol::Wants& wants, std::string& why);
   /// Turns a store into metadata-only when the rule's rate limit (policy_.rate_limit) is exceeded
   /// for (rule, container, exe); records the reason and counts in record_.extra["rate_limited"].
@@ -118,6 +133,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<ReceiverLink> receiver_;  // forwarding: a receiver that accepted our request
   bool forwarded_peer_ = false;  // receiver side: the peer is a forwarder (accept_forwarded)
   DumpRecord record_;
+  DumpReservation reservation_;          ///< this crash's share of ctx_.budget, once admitted
+  DumpBudget::Ticket budget_ticket_ = 0;  ///< while State::WaitingForBudget
+  protocol::Wants pending_wants_;        ///< the ack to send once admitted
+  std::string pending_why_;
 };
 
 }  // namespace coredumpd

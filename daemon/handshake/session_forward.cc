@@ -24,7 +24,8 @@ void Session::maybe_forward() {
     record_.extra[extras::kForward]["skipped"] = why;
     return send_ack();
   }
-  if (ctx_.dumps_in_flight.load() >= config_->max_concurrent_dumps) return send_ack();  // overload path
+  // No room now: the crash waits for the budget in send_ack(), without a receiver waiting too.
+  if (!ctx_.budget.fits_now(dump_need(), budget_limits(*config_))) return send_ack();
   state_ = State::Forwarding;
   // Resolving a path inside the container's file system may block: not on the io thread.
   const int pidfd = peer_.pidfd.get();  // owned by peer_, which lives as long as `self`

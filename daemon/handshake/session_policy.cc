@@ -73,7 +73,8 @@ void Session::apply_rate_limit(protocol::Wants& wants, std::string& why, const s
 }
 
 // A core the store cannot take, or one beyond capacity, must not make the kernel stream: decide
-// before the ack. Checks are a couple of syscalls; a full store is the vacuum's business.
+// before the ack. Checks are a couple of syscalls; a full store is the vacuum's business. Room for
+// the dump in flight is the budget's (session_budget.cc).
 void Session::refuse_core_if_unable(protocol::Wants& wants, std::string& why) {
   if (auto problem = store_problem(ctx_.store_dirfd)) {
     ctx_.stats.count(Outcome::StoreUnavailable);
@@ -82,14 +83,6 @@ void Session::refuse_core_if_unable(protocol::Wants& wants, std::string& why) {
     if (log_limiter().allow("store unavailable"))
       spdlog::error("pid {} ({}) {}: rejecting the core: {}; the record is kept", record_.pid, escape_for_log(record_.exe),
                     record_.signal ? signal_name(*record_.signal) : std::string("signal unknown"), why);
-    return;
-  }
-  if (ctx_.dumps_in_flight.load() >= config_->max_concurrent_dumps) {
-    ctx_.stats.count(Outcome::Overloaded);
-    wants.mode = config_->overload_action == Action::Reject ? protocol::Mode::Reject : protocol::Mode::Userspace;
-    wants.wait = false;
-    why = "overload: " + std::to_string(config_->max_concurrent_dumps) + " dumps already in flight";
-    if (log_limiter().allow("overload")) spdlog::warn("pid {}: {}", record_.pid, why);
   }
 }
 

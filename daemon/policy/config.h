@@ -47,12 +47,20 @@ struct Config {
   int dump_workers = 64;       ///< threads draining core streams (blocked on the socket most of the time)
   /// Cores compressed at once (each may use compression.threads zstd workers). Default: one per CPU.
   int compression_jobs = default_parallelism();
-  /// Dumps streaming at once beyond which a new crash gets `overload_action` instead of a core.
-  /// Each holds ~5 MiB of spool blocks (spool.h) plus zstd state while compressed, and the kernel
-  /// never waits for a free slot (bench/README.md, "Memory per dump in flight").
+  /// Dumps admitted at once (streaming, or spooled and waiting to be compressed): a sanity bound
+  /// beside the two budgets below. A crash that finds no room waits for it (the kernel keeps the
+  /// task frozen) until its handshake deadline nears, then gets `overload_action`.
   int max_concurrent_dumps = 64;
-  /// What a crash gets when max_concurrent_dumps is reached: MetadataOnly (a record without the
-  /// core, USERSPACE mode) or Reject. Never a silent drop.
+  /// Memory the dumps in flight may hold together (bytes): each reserves its spool blocks and read
+  /// buffer, Spool::kArenaBytes + Spool::kBlockBytes (6 MiB), from admission to its end. The
+  /// daemon's RSS bound follows from it (bench/README.md, "Crash storms").
+  std::uint64_t dump_memory_budget = std::uint64_t{256} << 20;
+  /// Disk the dumps in flight may hold together (bytes): each reserves its estimated core size
+  /// (the spool is uncompressed), cut to the policy's max_core_bytes. A core larger than the whole
+  /// budget is admitted alone.
+  std::uint64_t dump_disk_budget = std::uint64_t{4} << 30;
+  /// What a crash gets when no room freed up before its handshake deadline: MetadataOnly (a record
+  /// without the core, USERSPACE mode) or Reject. Never a silent drop.
   Action overload_action = Action::MetadataOnly;
   int collector_threads = 2;   ///< threads reading /proc during handshakes
   CompressionOptions compression;

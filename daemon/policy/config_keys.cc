@@ -48,9 +48,20 @@ constexpr ConfigKey<Config> kGlobal[] = {
         "Cores compressed at once, each with compression.threads zstd workers.",
         "the number of CPUs, at most 8"),
     integer_key<&Config::max_concurrent_dumps>("max_concurrent_dumps", 1, 4096,
-        "Cores streaming at once (~5 MiB of buffers each); beyond it a crash gets overload_action."),
+        "Sanity bound on dumps in flight, beside the budgets; a crash beyond it waits for room, as over a budget."),
+    {.name = "dump_memory_budget", .type = "size", .values = "at least 6M (one dump)", .default_text = "\"256M\"",
+     .description = "Memory the dumps in flight hold together (6 MiB of spool buffers each); a crash that does not fit waits.",
+     .apply = [](const KeyValue& v, Config& c) {
+       c.dump_memory_budget = v.size();
+       if (c.dump_memory_budget < (std::uint64_t{6} << 20)) v.fail("must be at least 6M, the buffers of one dump");
+     },
+     .write = [](const Config& c) -> json { return c.dump_memory_budget; }},
+    {.name = "dump_disk_budget", .type = "size", .default_text = "\"4G\"",
+     .description = "Estimated core bytes of the dumps in flight together (spooled uncompressed); a crash that does not fit waits.",
+     .apply = [](const KeyValue& v, Config& c) { c.dump_disk_budget = v.size(); },
+     .write = [](const Config& c) -> json { return c.dump_disk_budget; }},
     {.name = "overload_action", .type = "string", .choices = kOverloadActions,
-     .description = "What a crash beyond max_concurrent_dumps gets: a record without the core, or a rejection.",
+     .description = "What a crash gets when no room frees up before its handshake deadline: a record without the core, or a rejection.",
      .apply = [](const KeyValue& v, Config& c) { c.overload_action = *action_from_name(v.choice()); },
      .write = [](const Config& c) -> json { return action_name(c.overload_action); }},
     {.name = "compression", .type = "object",

@@ -260,8 +260,10 @@ TEST_F(Resilience, FiftyCrashesAtOnceAreAllAccountedFor) {
 }
 
 // Beyond capacity, crashes become metadata-only records with a logged count, never silent drops.
+// A crash waits for room until its handshake deadline nears (dump_budget.h): a short deadline
+// makes the others give up while the first still streams.
 TEST_F(Resilience, OverloadBecomesMetadataOnlyNotADrop) {
-  restart_daemon(R"({"max_concurrent_dumps": 1, "stream_idle_timeout_ms": 20000})");
+  restart_daemon(R"({"max_concurrent_dumps": 1, "handshake_timeout_ms": 300, "stream_idle_timeout_ms": 20000})");
   // The first crasher streams a big core slowly enough that the others find the slot taken.
   const pid_t first = spawn({CRASHER_BIN, "--mode", "segv", "--touch-mib", "768", "--fill", "random"});
   ASSERT_TRUE(wait_until(

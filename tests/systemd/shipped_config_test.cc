@@ -29,6 +29,8 @@ Config scrambled() {
   c.listen_backlog = 17;
   c.dump_workers = 9;
   c.max_concurrent_dumps = 3;
+  c.dump_memory_budget = 7 << 20;
+  c.dump_disk_budget = 5 << 20;
   c.overload_action = Action::Reject;
   c.collector_threads = 7;
   c.compression.level = 18;
@@ -87,6 +89,8 @@ TEST(ShippedConfig, SetsEveryKeyToItsDefault) {
   EXPECT_EQ(got.listen_backlog, want.listen_backlog);
   EXPECT_EQ(got.dump_workers, want.dump_workers);
   EXPECT_EQ(got.max_concurrent_dumps, want.max_concurrent_dumps);
+  EXPECT_EQ(got.dump_memory_budget, want.dump_memory_budget);
+  EXPECT_EQ(got.dump_disk_budget, want.dump_disk_budget);
   EXPECT_EQ(got.overload_action, want.overload_action);
   EXPECT_EQ(got.collector_threads, want.collector_threads);
   EXPECT_EQ(got.compression.level, want.compression.level);

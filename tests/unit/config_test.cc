@@ -30,8 +30,10 @@ TEST(Config, EveryGlobalKeyIsRead) {
     "stream_idle_timeout_ms": 5000, "listen_backlog": 512, "dump_workers": 3, "collector_threads": 1,
     "compression": {"level": 5, "threads": 2, "core_tables": false}, "close_files_bit": 256, "collector_budget_ms": 100,
     "testing": {"collector_delay_ms": 7}, "shutdown_grace_ms": 1234, "spool_direct_io": false, "max_concurrent_dumps": 9,
-    "overload_action": "reject", "compression_jobs": 2
+    "overload_action": "reject", "compression_jobs": 2, "dump_memory_budget": "64M", "dump_disk_budget": 1048576
   })");
+  EXPECT_EQ(c.dump_memory_budget, std::uint64_t{64} << 20);
+  EXPECT_EQ(c.dump_disk_budget, std::uint64_t{1} << 20);
   EXPECT_EQ(c.shutdown_grace.count(), 1234);
   EXPECT_FALSE(c.spool_direct_io) << "default true";
   EXPECT_EQ(c.max_concurrent_dumps, 9);
@@ -112,6 +114,7 @@ TEST(Config, ErrorsNameFileKeyAndReason) {
       {R"({"shutdown_grace_ms": -1})", "shutdown_grace_ms: value -1 out of range"},
       {R"({"overload_action": "drop"})", "overload_action:"},
       {R"({"max_concurrent_dumps": 0})", "max_concurrent_dumps: value 0 out of range"},
+      {R"({"dump_memory_budget": "5M"})", "dump_memory_budget: must be at least 6M"},
   };
   for (const auto& c : cases) {
     const auto err = error_of(c.json);
