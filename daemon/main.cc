@@ -1,6 +1,7 @@
 // coredumpd: receives cores from the kernel over the core_pattern "@@" socket and stores them.
 #include <malloc.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <exception>
@@ -18,6 +19,20 @@
 #include "daemon/handshake/probe.h"
 #include "daemon/handshake/server.h"
 #include "daemon/dump/spool_recovery.h"
+
+namespace {
+
+// A storm queues spooled dumps for the compressors, each holding its spool's descriptors
+// (max_concurrent_dumps bounds them): the soft limit systemd gives services (1024) is too few,
+// the hard one (524288) is not. Raised as far as allowed; what is left is logged.
+void raise_fd_limit() {
+  struct rlimit rl {};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  rl.rlim_cur = rl.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) spdlog::warn("cannot raise the open-file limit to {}", rl.rlim_max);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // If we crashed while dumping someone else, the kernel would connect to our own still-open socket
@@ -92,6 +107,7 @@ int main(int argc, char** argv) {
     coredumpd::ServerOptions options;
     options.config_file = config_file;
     options.install_pattern = install_pattern;
+    raise_fd_limit();
     coredumpd::Server server(std::make_shared<const coredumpd::Config>(std::move(config)), std::move(options));
     return server.run();
   } catch (const std::exception& e) {

@@ -64,6 +64,12 @@ void DumpBudget::release(const DumpNeed& need) {
   admit_waiters(lock);
 }
 
+void DumpBudget::release_memory(std::uint64_t bytes) {
+  std::unique_lock lock(mu_);
+  used_.memory_bytes -= std::min(bytes, used_.memory_bytes);
+  admit_waiters(lock);
+}
+
 void DumpBudget::admit_waiters(std::unique_lock<std::mutex>& lock) {
   std::vector<Admitted> admitted;
   while (!waiters_.empty() && fits(waiters_.front().need, waiters_.front().limits)) {
@@ -90,6 +96,11 @@ DumpReservation& DumpReservation::operator=(DumpReservation&& o) noexcept {
     need_ = o.need_;
   }
   return *this;
+}
+
+void DumpReservation::release_memory() {
+  if (!budget_ || need_.memory_bytes == 0) return;
+  budget_->release_memory(std::exchange(need_.memory_bytes, 0));
 }
 
 void DumpReservation::reset() {

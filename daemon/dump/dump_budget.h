@@ -61,6 +61,9 @@ class DumpBudget {
   bool withdraw(Ticket ticket);
   /// Gives back what an admitted dump held, then admits the waiters that now fit, in order.
   void release(const DumpNeed& need);
+  /// Gives back `bytes` of an admitted dump's memory share early (its stream has ended and the
+  /// spool gave its blocks back), then admits the waiters that now fit; disk and count stay held.
+  void release_memory(std::uint64_t bytes);
 
   DumpBudgetUsage usage() const;
 
@@ -95,6 +98,8 @@ class DumpReservation {
 
   /// Gives the share back now (once).
   void reset();
+  /// Gives the memory part back now (the stream has ended); the rest goes at reset().
+  void release_memory();
   const DumpNeed& need() const { return need_; }
   /// A share is held (not yet reset()).
   bool held() const { return budget_ != nullptr; }

@@ -55,8 +55,10 @@ void hand_off(const std::shared_ptr<Handoff>& h, Drained drained) {
   Spool* const spool = h->spool.get();
   if (spool) drained.job.record.extra[extras::kSpoolPageCacheBlocks] = spool->overflowed_blocks();
   if (spool) keep_for_restart(*h, drained);
+  auto on_drained = std::move(drained.job.on_drained);
   h->deliver(std::move(drained));
   if (spool) spool->close_input();
+  if (on_drained) on_drained();
   else boost::asio::post(h->ctx.compressors, [h] { compress_stage(h); });
 }
 

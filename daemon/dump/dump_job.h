@@ -37,6 +37,9 @@ struct DumpJob {
   /// spooled here; delivered, the record becomes Forwarded without a core, else the core is stored
   /// here (the fallback). Empty: a plain store.
   UniqueFd forward_socket;
+  /// Called once on the dump pool when the stream has ended and the spool has taken it (before
+  /// compression): a storm's crashes wait for the memory a stream holds, not for the compressor.
+  std::function<void()> on_drained;
 };
 
 /// Runs the drain stage (blocking; call on the dump pool) and posts the compress stage to

@@ -341,7 +341,9 @@ void Session::hand_off_dump() {
   auto share = std::make_shared<DumpReservation>(std::move(reservation_));
   DumpJob job{UniqueFd(socket_.release()), std::move(peer_.pidfd), std::move(record_), std::move(facts_),
               negotiation_, policy_, config_, shared_from_this(),
-              receiver_ ? std::move(receiver_->socket) : UniqueFd()};
+              receiver_ ? std::move(receiver_->socket) : UniqueFd(),
+              // The memory share goes when the stream has ended; disk and count when the dump is indexed.
+              [share] { share->release_memory(); }};
   receiver_.reset();
   asio::post(ctx_.dumps, [&ctx = ctx_, job = std::move(job), share]() mutable {
     run_dump_job(ctx, std::move(job), [&ctx, share] {
@@ -403,11 +405,15 @@ std::optional<DumpState> recorded_as(Outcome outcome) {
 }  // namespace
 
 void Session::end(Outcome outcome, const std::string& reason) {
+  const State was = state_;
   state_ = State::Done;
   deadline_.cancel();
   receiver_.reset();  // a receiver mid-handshake sees a hang-up, as from a kernel that gave up
   ctx_.stats.count(outcome);
-  const auto recorded = recorded_as(outcome);
+  auto recorded = recorded_as(outcome);
+  // The request was read and acked but its marker never came (a storm's late kernel, a killed
+  // task): the crash happened, so the index says it failed and why, as for a refused ack.
+  if (!recorded && (was == State::SendingAck || was == State::ReadingMarker)) recorded = DumpState::Failed;
   if (recorded) {
     record_.state = *recorded;
     if (*recorded == DumpState::Failed) record_.reason = reason;

@@ -50,9 +50,9 @@ struct Config {
   /// Dumps admitted at once (streaming, or spooled and waiting to be compressed): a sanity bound
   /// beside the two budgets below. A crash that finds no room waits for it (the kernel keeps the
   /// task frozen) until its handshake deadline nears, then gets `overload_action`.
-  int max_concurrent_dumps = 64;
+  int max_concurrent_dumps = 1024;
   /// Memory the dumps in flight may hold together (bytes): each reserves its spool blocks and read
-  /// buffer, Spool::kArenaBytes + Spool::kBlockBytes (6 MiB), from admission to its end. The
+  /// buffer, Spool::kArenaBytes + Spool::kBlockBytes (6 MiB), from admission to the end of its stream. The
   /// daemon's RSS bound follows from it (bench/README.md, "Crash storms").
   std::uint64_t dump_memory_budget = std::uint64_t{256} << 20;
   /// Disk the dumps in flight may hold together (bytes): each reserves its estimated core size

@@ -50,7 +50,7 @@ constexpr ConfigKey<Config> kGlobal[] = {
     integer_key<&Config::max_concurrent_dumps>("max_concurrent_dumps", 1, 4096,
         "Sanity bound on dumps in flight, beside the budgets; a crash beyond it waits for room, as over a budget."),
     {.name = "dump_memory_budget", .type = "size", .values = "at least 6M (one dump)", .default_text = "\"256M\"",
-     .description = "Memory the dumps in flight hold together (6 MiB of spool buffers each); a crash that does not fit waits.",
+     .description = "Memory the core streams in flight hold together (6 MiB of spool buffers each, until the stream ends); a crash that does not fit waits.",
      .apply = [](const KeyValue& v, Config& c) {
        c.dump_memory_budget = v.size();
        if (c.dump_memory_budget < (std::uint64_t{6} << 20)) v.fail("must be at least 6M, the buffers of one dump");

@@ -243,6 +243,20 @@ TEST_F(FakeKernelDaemon, SilentPeerIsDroppedAtTheHandshakeDeadline) {
   EXPECT_TRUE(records().empty());
 }
 
+// Acked, but the marker never comes within the deadline (a storm's late kernel, a killed task):
+// the crash happened, so it keeps a record, failed and saying why.
+TEST_F(FakeKernelDaemon, AnAckWithoutAMarkerKeepsAFailedRecord) {
+  start(R"({"handshake_timeout_ms": 500})");
+  auto o = options();
+  o.stalls.push_back({fk::Point::AckRead, std::chrono::seconds(3)});
+  fk::run(o);
+  const auto all = settled_records(1);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].state, DumpState::Failed);
+  EXPECT_NE(all[0].reason.find("did not answer the coredump_ack within 500 ms"), std::string::npos) << all[0].reason;
+  EXPECT_EQ(all[0].pid, ::getpid());
+}
+
 // CLOSE_FILES offered: requested; the "kernel" closes the task's descriptors after the ack (here:
 // the lock file of this test process, which is the peer), and the record still lists the fd and
 // its lock, captured before the ack.
@@ -1020,6 +1034,8 @@ TEST_F(FakeKernelDaemon, RawCoreFillingTheStoreToTheLastPageLeavesAConsistentSto
   } unmount{fs_dir};
   daemon_.reset();
   store_ = fs_dir + "/store";
+  // To the last page: without the default keep_free (15 %), which would cut the core before.
+  std::ofstream(*dir_ / "config.json") << R"({"retention": {"keep_free": null, "max_use": null}})";
   daemon_ = std::make_unique<Daemon>(COREDUMPD_BIN, socket_, store_, *dir_ / "log2",
                                      std::vector<std::string>{"--allow-unverified-peers", "--config", *dir_ / "config.json"});
   std::vector<std::byte> core(64 * kMebi);

@@ -98,3 +98,27 @@ TEST(DumpBudget, ReservationGivesBackOnceWhenDestroyedOrMoved) {
   b.force_reserve(kSmall);
   EXPECT_EQ(b.usage().memory_bytes, 18 * kMiB) << "force_reserve ignores the limits";
 }
+
+// A stream that has ended gives its memory back at once (the spool holds it on disk): the next
+// crash is admitted while the first still holds its disk share and its count until it is stored.
+TEST(DumpBudget, MemoryGoesBackWhenTheStreamEndsDiskAndCountWhenStored) {
+  DumpBudget b;
+  ASSERT_EQ(b.reserve_or_wait(kSmall, kLimits, nullptr), 0u);
+  DumpReservation first(b, kSmall);
+  ASSERT_EQ(b.reserve_or_wait(kSmall, kLimits, nullptr), 0u);
+  DumpReservation second(b, kSmall);
+  std::vector<int> admitted;
+  const auto t = b.reserve_or_wait(kSmall, kLimits, [&] { admitted.push_back(3); });
+  EXPECT_NE(t, 0u) << "12 MiB of memory are held by two streams";
+  first.release_memory();
+  EXPECT_EQ(admitted, std::vector<int>{3});
+  EXPECT_EQ(b.usage().memory_bytes, 12 * kMiB) << "the second stream and the admitted waiter";
+  EXPECT_EQ(b.usage().disk_bytes, 3 * kMiB) << "the first dump's disk share stays until it is stored";
+  EXPECT_EQ(b.usage().dumps, 3);
+  first.release_memory();  // once only
+  EXPECT_EQ(b.usage().memory_bytes, 12 * kMiB);
+  first.reset();
+  EXPECT_EQ(b.usage().memory_bytes, 12 * kMiB) << "reset() gives back only what is still held";
+  EXPECT_EQ(b.usage().disk_bytes, 2 * kMiB);
+  EXPECT_EQ(b.usage().dumps, 2);
+}

@@ -42,7 +42,7 @@ TEST(RuleLimitsConfig, MaxUseFeedsTheRuleQuotas) {
   const std::map<std::string, std::uint64_t> want{{"", 1u << 20}, {"a", 1536}, {"b", 2048}, {"other", 4096}};
   EXPECT_EQ(l.max_use_per_rule_bytes, want);
   EXPECT_TRUE(l.any());
-  EXPECT_FALSE(effective_retention(parse(R"({"retention": {"max_use": null, "keep_free": null, "max_age": null}})")).any())
+  EXPECT_FALSE(effective_retention(parse(R"({"retention": {"max_use": null, "keep_free": null, "max_core_age": null}})")).any())
       << "no limit once the built-in ones are lifted";
   EXPECT_TRUE(effective_retention(parse("{}")).any()) << "systemd-coredump's limits by default";
 }
