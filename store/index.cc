@@ -177,9 +177,7 @@ std::string Index::select_sql() const {
   return std::string(kSelectV1Columns) + (version_ >= 2 ? ", rule, container_key" : "") + " FROM dumps";
 }
 
-void Index::store(const DumpRecord& r, bool is_update) {
-  std::lock_guard lock(mu_);
-  require_open();
+void Index::write_one(const DumpRecord& r, bool is_update) {
   Stmt st(db_, path_, is_update ? kUpdate : kInsert);
   bind_record(st, r);
   st.step(is_update ? "update" : "insert");

@@ -1,6 +1,7 @@
 // The crash-safe index of dumps: an SQLite database (WAL mode) in the store directory.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -78,6 +79,8 @@ class Index {
   Index& operator=(const Index&) = delete;
 
   /// Inserts a new record (its id must be new). Durable when it returns (synchronous=FULL).
+  /// Concurrent insert()/update() calls share one transaction and its fsync (group commit,
+  /// index_write.cc): each still returns, or throws, for its own record only.
   /// Throws IndexError on a duplicate id, an id that is not 1..64 lower-case hex characters, a
   /// `path` that is not a plain file name (contains '/', or is "." or ".."), an argv entry
   /// containing NUL (not representable, see the schema), a read-only index or an SQLite failure.
@@ -123,13 +126,24 @@ class Index {
   int user_version() const;
   /// The SELECT of every column read_record() reads, for this database's schema version.
   std::string select_sql() const;
+  /// insert()/update(): queues the write and waits; the first waiter without a leader commits
+  /// every queued write in one transaction (group commit), one SAVEPOINT each.
   void store(const DumpRecord& r, bool is_update);
+  struct QueuedWrite;
+  /// Commits `batch` (mu_ taken here); sets each write's error, if any.
+  void commit_batch(const std::vector<QueuedWrite*>& batch);
+  /// One record's INSERT or UPDATE; throws IndexError. mu_ held.
+  void write_one(const DumpRecord& r, bool is_update);
 
   std::string path_;
   sqlite3* db_ = nullptr;
   int version_ = 0;  ///< the database's schema version (kSchemaVersion once a writable open migrated it)
   bool writable_ = false;
   mutable std::mutex mu_;
+  std::mutex queue_mu_;                  ///< guards queue_, leader_ and QueuedWrite::done
+  std::condition_variable queue_cv_;     ///< a batch was committed
+  std::vector<QueuedWrite*> queue_;      ///< writes waiting for the next commit
+  bool leader_ = false;                  ///< a thread is committing a batch
 };
 
 }  // namespace coredumpd

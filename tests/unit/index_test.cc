@@ -132,6 +132,41 @@ void expect_same(const DumpRecord& a, const DumpRecord& b) {
   EXPECT_EQ(a.extra, b.extra);
 }
 
+// Group commit (index_write.cc): writers on many threads share transactions, and a record that
+// fails (a duplicate id, an update of no row) fails alone: every other record is in the index and
+// its writer returned normally.
+TEST_F(IndexTest, ConcurrentWritersShareCommitsAndFailAlone) {
+  Index idx(dir_, true);
+  idx.insert(sample(0, 1));
+  constexpr int kThreads = 16, kEach = 40;
+  std::atomic<int> failed{0}, wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        const int n = 1 + t * kEach + i;
+        try {
+          if (i == 7) idx.insert(sample(0, 1));                  // duplicate: must fail
+          else if (i == 13) idx.update(sample(100000 + n, n));   // no such row: must fail
+          else idx.insert(sample(n, n));
+          if (i == 7 || i == 13) ++wrong;
+        } catch (const IndexError&) {
+          if (i != 7 && i != 13) ++wrong;
+          ++failed;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(failed.load(), 2 * kThreads);
+  const auto all = idx.list();
+  EXPECT_EQ(all.size(), static_cast<std::size_t>(1 + kThreads * (kEach - 2)));
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < kEach; ++i)
+      if (i != 7 && i != 13) EXPECT_TRUE(idx.get(make_id(1 + t * kEach + i))) << t << "/" << i;
+}
+
 TEST_F(IndexTest, HostileRecordRoundTrips) {
   const DumpRecord r = hostile(1);
   {
