@@ -162,9 +162,13 @@ TEST_F(IndexTest, ConcurrentWritersShareCommitsAndFailAlone) {
   EXPECT_EQ(failed.load(), 2 * kThreads);
   const auto all = idx.list();
   EXPECT_EQ(all.size(), static_cast<std::size_t>(1 + kThreads * (kEach - 2)));
-  for (int t = 0; t < kThreads; ++t)
-    for (int i = 0; i < kEach; ++i)
-      if (i != 7 && i != 13) EXPECT_TRUE(idx.get(make_id(1 + t * kEach + i))) << t << "/" << i;
+  for (int t = 0; t < kThreads; ++t) {
+    for (int i = 0; i < kEach; ++i) {
+      if (i != 7 && i != 13) {
+        EXPECT_TRUE(idx.get(make_id(1 + t * kEach + i))) << t << "/" << i;
+      }
+    }
+  }
 }
 
 TEST_F(IndexTest, HostileRecordRoundTrips) {
