@@ -101,7 +101,8 @@ TEST_F(Resilience, FullStoreMidDumpFailsCleanlyAndKeepsServing) {
   pattern_.reset();
   ScopedTmpfs tmpfs(store_, "10m");
   if (!tmpfs.ok()) GTEST_SKIP() << "cannot mount a tmpfs here";
-  restart_daemon(R"({"defaults": {"post_dump": []}})");
+  // ENOSPC itself, not the keep_free (15 %) cut that comes before it by default.
+  restart_daemon(R"({"defaults": {"post_dump": []}, "retention": {"keep_free": null}})");
 
   pid_t big = 0;
   const auto st = crash({"--mode", "segv", "--touch-mib", "64", "--fill", "random"}, &big);
@@ -426,7 +427,8 @@ TEST_F(Resilience, FullStoreWhileAnIncompressibleCoreIsKeptRawFailsCleanly) {
   pattern_.reset();
   ScopedTmpfs tmpfs(store_, "48m");
   if (!tmpfs.ok()) GTEST_SKIP() << "cannot mount a tmpfs here";
-  restart_daemon(R"({"defaults": {"post_dump": []}})");
+  // ENOSPC itself, not the keep_free (15 %) cut that comes before it by default.
+  restart_daemon(R"({"defaults": {"post_dump": []}, "retention": {"keep_free": null}})");
 
   pid_t big = 0;
   const auto st = crash({"--mode", "segv", "--touch-mib", "96", "--fill", "random"}, &big);
