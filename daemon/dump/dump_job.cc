@@ -2,6 +2,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <utility>
+
 #include <spdlog/spdlog.h>
 
 #include "daemon/dump/compress_stage.h"
@@ -55,10 +57,10 @@ void hand_off(const std::shared_ptr<Handoff>& h, Drained drained) {
   Spool* const spool = h->spool.get();
   if (spool) drained.job.record.extra[extras::kSpoolPageCacheBlocks] = spool->overflowed_blocks();
   if (spool) keep_for_restart(*h, drained);
-  auto on_drained = std::move(drained.job.on_drained);
+  // Before deliver(): from there the compressor may finish the dump and give the whole share back.
+  if (drained.job.on_drained) std::exchange(drained.job.on_drained, nullptr)();
   h->deliver(std::move(drained));
   if (spool) spool->close_input();
-  if (on_drained) on_drained();
   else boost::asio::post(h->ctx.compressors, [h] { compress_stage(h); });
 }
 
