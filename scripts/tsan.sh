@@ -4,7 +4,9 @@
 #   build/tsan/tests/integration/fake_kernel_daemon_test   (starts build/tsan/daemon/coredumpd; root)
 #   build/tsan/tests/integration/reload_test               (SIGHUP while a dump is in flight)
 #   build/tsan/tests/integration/forward_test              (a host coredumpd relaying to a receiver; root)
+#   build/tsan/tests/integration/storm_test                (crashes waiting for the dump budget; root)
 #   build/tsan/tests/unit/spool_test, core_writer_test     (drain/compressor and compressor/writer threads)
+#   build/tsan/tests/unit/index_test, dump_budget_test     (the index's group commit; the budget's waiters)
 #
 #   scripts/tsan.sh [GTEST_FILTER]
 #
@@ -24,7 +26,8 @@ if [[ ${TSAN_SKIP_DEPS:-0} != 1 ]]; then
   scripts/install-deps.sh
 fi
 cmake --preset tsan >/dev/null
-cmake --build --preset tsan --target fake_kernel_test fake_kernel_daemon_test reload_test forward_test spool_test arena_pool_test core_writer_test ${TSAN_JOBS:+-j "$TSAN_JOBS"}
+cmake --build --preset tsan --target fake_kernel_test fake_kernel_daemon_test reload_test forward_test storm_test spool_test arena_pool_test core_writer_test \
+  index_test dump_budget_test ${TSAN_JOBS:+-j "$TSAN_JOBS"}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/coredumpd-tsan.XXXXXX")
 # second_deadlock_stack: both stacks of a lock-order inversion; halt_on_error=0: keep going, report all.
@@ -32,7 +35,8 @@ export TSAN_OPTIONS="log_path=$work/tsan second_deadlock_stack=1 halt_on_error=0
 
 failed=0
 for t in tests/fake_kernel/fake_kernel_test tests/integration/fake_kernel_daemon_test tests/integration/reload_test \
-         tests/integration/forward_test tests/unit/spool_test tests/unit/arena_pool_test tests/unit/core_writer_test; do
+         tests/integration/forward_test tests/integration/storm_test tests/unit/spool_test tests/unit/arena_pool_test \
+         tests/unit/core_writer_test tests/unit/index_test tests/unit/dump_budget_test; do
   name=$(basename "$t")
   echo "=== $name"
   if build/tsan/"$t" --gtest_filter="$filter" --gtest_brief=1 >"$work/$name.log" 2>&1; then

@@ -8,7 +8,7 @@ namespace coredumpd {
 
 DumpNeed clamp_need(DumpNeed need, const DumpBudgetLimits& limits) {
   need.memory_bytes = std::min(need.memory_bytes, limits.memory_bytes);
-  need.disk_bytes = std::min(need.disk_bytes, limits.disk_bytes);
+  need.disk_bytes = std::min(need.disk_bytes, limits.disk_bytes / kMaxDiskShareDivisor);
   return need;
 }
 

@@ -35,8 +35,14 @@ struct DumpBudgetUsage {
   std::size_t waiting = 0;
 };
 
-/// `need` cut to `limits`, so that a dump larger than a whole budget is admitted when it runs alone
-/// rather than never.
+/// One dump counts at most 1/kMaxDiskShareDivisor of the disk budget. The estimate is pessimistic
+/// (every anonymous mapping), and a big one counted in full made every other crash wait for the
+/// whole of a large dump (a process with a 4 GiB address space held the default budget alone);
+/// a large core is bounded as it is written instead, by keep_free and max_core_bytes.
+inline constexpr std::uint64_t kMaxDiskShareDivisor = 4;
+
+/// `need` cut to `limits`: memory to the whole budget (a dump larger than it runs alone rather
+/// than never), disk to a quarter of it (kMaxDiskShareDivisor).
 DumpNeed clamp_need(DumpNeed need, const DumpBudgetLimits& limits);
 
 /// The shared budget. Thread-safe: sessions reserve on the io thread, dumps release on the

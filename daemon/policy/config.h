@@ -56,8 +56,8 @@ struct Config {
   /// daemon's RSS bound follows from it (bench/README.md, "Crash storms").
   std::uint64_t dump_memory_budget = std::uint64_t{256} << 20;
   /// Disk the dumps in flight may hold together (bytes): each reserves its estimated core size
-  /// (the spool is uncompressed), cut to the policy's max_core_bytes. A core larger than the whole
-  /// budget is admitted alone.
+  /// (the spool is uncompressed), cut to the policy's max_core_bytes and to a quarter of this
+  /// budget (a larger core is bounded as it is written, by keep_free and max_core_bytes).
   std::uint64_t dump_disk_budget = std::uint64_t{4} << 30;
   /// What a crash gets when no room freed up before its handshake deadline: MetadataOnly (a record
   /// without the core, USERSPACE mode) or Reject. Never a silent drop.

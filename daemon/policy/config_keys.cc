@@ -57,7 +57,7 @@ constexpr ConfigKey<Config> kGlobal[] = {
      },
      .write = [](const Config& c) -> json { return c.dump_memory_budget; }},
     {.name = "dump_disk_budget", .type = "size", .default_text = "\"4G\"",
-     .description = "Estimated core bytes of the dumps in flight together (spooled uncompressed); a crash that does not fit waits.",
+     .description = "Estimated core bytes of the dumps in flight together (spooled uncompressed; one dump counts at most a quarter); a crash that does not fit waits.",
      .apply = [](const KeyValue& v, Config& c) { c.dump_disk_budget = v.size(); },
      .write = [](const Config& c) -> json { return c.dump_disk_budget; }},
     {.name = "overload_action", .type = "string", .choices = kOverloadActions,

@@ -72,14 +72,24 @@ TEST(DumpBudget, CountIsABoundToo) {
 }
 
 TEST(DumpBudget, ANeedBeyondTheWholeBudgetRunsAlone) {
-  const DumpNeed huge = clamp_need({.memory_bytes = 6 * kMiB, .disk_bytes = 5000 * kMiB}, kLimits);
-  EXPECT_EQ(huge.disk_bytes, kLimits.disk_bytes);
+  const DumpNeed huge = clamp_need({.memory_bytes = 50 * kMiB, .disk_bytes = 5000 * kMiB}, kLimits);
+  EXPECT_EQ(huge.memory_bytes, kLimits.memory_bytes);
   DumpBudget b;
   ASSERT_EQ(b.reserve_or_wait(kSmall, kLimits, nullptr), 0u);
   bool in = false;
   ASSERT_NE(b.reserve_or_wait(huge, kLimits, [&] { in = true; }), 0u);
   b.release(kSmall);
   EXPECT_TRUE(in) << "alone, the clamped need fits";
+}
+
+// A huge estimated core counts a quarter of the disk budget: it never makes the small crashes
+// behind it wait for the whole of its dump.
+TEST(DumpBudget, AHugeEstimateHoldsAQuarterOfTheDiskBudget) {
+  const DumpNeed huge = clamp_need({.memory_bytes = 6 * kMiB, .disk_bytes = 5000 * kMiB}, kLimits);
+  EXPECT_EQ(huge.disk_bytes, kLimits.disk_bytes / kMaxDiskShareDivisor);
+  DumpBudget b;
+  ASSERT_EQ(b.reserve_or_wait(huge, kLimits, nullptr), 0u);
+  EXPECT_EQ(b.reserve_or_wait(kSmall, kLimits, nullptr), 0u) << "a small crash beside it is admitted at once";
 }
 
 TEST(DumpBudget, ReservationGivesBackOnceWhenDestroyedOrMoved) {
