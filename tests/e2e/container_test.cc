@@ -144,10 +144,7 @@ std::string hex_id(char c) { return std::string(64, c); }
 class Containers : public RealKernel {
  protected:
   void SetUp() override {
-    if (auto why = real_kernel_unavailable()) {
-      std::fprintf(stderr, "SKIPPED container test: %s\n", why->c_str());
-      GTEST_SKIP() << *why;
-    }
+    SKIP_WITHOUT_REAL_KERNEL("container test");
     if (::access(kUnshare, X_OK) != 0) GTEST_SKIP() << kUnshare << " (util-linux) is missing";
     root_ = cgroup2_root();
     if (root_.empty()) GTEST_SKIP() << "no cgroup v2 hierarchy mounted at /sys/fs/cgroup or /sys/fs/cgroup/unified";

@@ -67,7 +67,7 @@ void remove_cgroup(const fs::path& dir) {
 class NspawnForward : public RealKernel {
  protected:
   void SetUp() override {
-    if (auto why = real_kernel_unavailable()) GTEST_SKIP() << *why;
+    SKIP_WITHOUT_REAL_KERNEL("nspawn test");
     if (!fs::exists(kNspawn) || !fs::exists(kDebootstrap))
       GTEST_SKIP() << "needs systemd-nspawn and debootstrap (scripts/install-deps.sh installs them)";
     if (auto why = ensure_root()) {

@@ -20,6 +20,20 @@
 #include "store/index.h"
 #include "tests/support/test_support.h"
 
+// Skips the calling test (returns from the calling void function) when the real-kernel tests
+// cannot run here, printing why; under COREDUMPD_REQUIRE_REAL_KERNEL=1 (.ci/run) fails it instead,
+// with the same reason. `what` names the test kind in the message.
+#define SKIP_WITHOUT_REAL_KERNEL(what)                                                              \
+  do {                                                                                              \
+    if (const auto why_unavailable = ::coredumpd::test::real_kernel_unavailable()) {                \
+      if (::coredumpd::test::real_kernel_required())                                                \
+        GTEST_FAIL() << "COREDUMPD_REQUIRE_REAL_KERNEL=1, but the real-kernel tests cannot run: "   \
+                     << *why_unavailable;                                                           \
+      std::fprintf(stderr, "SKIPPED %s: %s\n", what, why_unavailable->c_str());                     \
+      GTEST_SKIP() << *why_unavailable;                                                             \
+    }                                                                                               \
+  } while (false)
+
 namespace coredumpd::test {
 
 // Facts read back from a stored core with elfutils, independently of the daemon's own note scanner.
@@ -71,10 +85,7 @@ class RealKernel : public ::testing::Test {
 
   // Starts coredumpd (with `config` JSON, if any) on a fresh temp dir and points core_pattern at it.
   void start_daemon(const std::string& config = "") {
-    if (auto why = real_kernel_unavailable()) {
-      std::fprintf(stderr, "SKIPPED real-kernel test: %s\n", why->c_str());
-      GTEST_SKIP() << *why;
-    }
+    SKIP_WITHOUT_REAL_KERNEL("real-kernel test");
     pattern_.reset();
     daemon_.reset();
     dir_ = std::make_unique<TempDir>();

@@ -409,10 +409,7 @@ TEST_F(RealKernel, CoreStreamCutBySigkillIsRecordedTruncatedWithTheCause) {
 
 // core_pattern is put back even when the process holding the lock dies from a signal.
 TEST(CorePatternLockTest, RestoredWhenHolderDiesFromSignal) {
-  if (auto why = real_kernel_unavailable()) {
-    std::fprintf(stderr, "SKIPPED: %s\n", why->c_str());
-    GTEST_SKIP() << *why;
-  }
+  SKIP_WITHOUT_REAL_KERNEL("core_pattern lock test");
   const pid_t child = ::fork();
   if (child == 0) {
     CorePatternLock lock("@@/run/coredumpd-test-nonexistent.socket");

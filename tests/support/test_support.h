@@ -89,12 +89,15 @@ class Daemon {
 };
 
 /// Exclusive use of kernel.core_pattern, as DEVELOPERS.md asks: takes an exclusive flock on
-/// /run/lock/coredumpd-core_pattern.lock (waiting at most 5 minutes), saves the current pattern,
-/// installs `pattern`, and restores the saved value on destruction, and also if the test process
-/// is killed by SIGINT/SIGTERM/SIGABRT/SIGSEGV/SIGBUS (async-signal-safe restore, then re-raise).
+/// /run/lock/coredumpd-core_pattern.lock (waiting at most 20 minutes, naming the holder on stderr
+/// every minute), recovers a pattern left by a test killed with SIGKILL (core_pattern_state.h),
+/// saves the current pattern, installs `pattern`, and restores the saved value on destruction, and
+/// also if the test process is killed by SIGINT/SIGTERM/SIGABRT/SIGSEGV/SIGBUS (async-signal-safe
+/// restore, then re-raise).
 class CorePatternLock {
  public:
-  /// Throws std::runtime_error if the lock cannot be had or the pattern cannot be written.
+  /// Throws std::runtime_error if the lock cannot be had (naming its holder, from /proc/locks) or
+  /// the pattern cannot be written.
   explicit CorePatternLock(const std::string& pattern);
   ~CorePatternLock();
   CorePatternLock(const CorePatternLock&) = delete;
@@ -123,5 +126,10 @@ class ScopedCoreLimit {
 /// Why the real-kernel tests cannot run here, or std::nullopt if they can: they need root and a
 /// kernel with the "@@" socket protocol (Linux 6.17+, "socket" in /proc/sys/kernel/core_modes).
 std::optional<std::string> real_kernel_unavailable();
+
+/// True under COREDUMPD_REQUIRE_REAL_KERNEL=1 (.ci/run sets it): a test that cannot run for want of
+/// a real kernel then fails, with real_kernel_unavailable()'s reason, instead of skipping, so a
+/// machine that tests no real crash cannot go green. Gtest tests use SKIP_WITHOUT_REAL_KERNEL().
+bool real_kernel_required();
 
 }  // namespace coredumpd::test

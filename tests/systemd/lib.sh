@@ -31,6 +31,12 @@ trap 'exit 130' INT TERM
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
+# skip_real_kernel REASON: skips for want of a real kernel (root, Linux 6.17+), or fails under
+# COREDUMPD_REQUIRE_REAL_KERNEL=1 (.ci/run), so CI cannot go green without a real crash.
+skip_real_kernel() {
+  [[ ${COREDUMPD_REQUIRE_REAL_KERNEL:-} != 1 ]] || fail "COREDUMPD_REQUIRE_REAL_KERNEL=1, but the real-kernel tests cannot run: $*"
+  skip "$*"
+}
 ok() { echo "ok: $*"; }
 
 # wait_for SECONDS COMMAND...: polls COMMAND every 50 ms until it succeeds; false on timeout.

@@ -7,10 +7,10 @@
 # environ and fds (CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH) and the crasher's hostname, read by setns()
 # into its UTS namespace (CAP_SYS_ADMIN), not the daemon's own.
 source "$(dirname "$0")/lib.sh"
-((EUID == 0)) || skip "needs root (writes kernel.core_pattern)"
-grep -qw socket /proc/sys/kernel/core_modes 2>/dev/null || skip "kernel lacks socket core_pattern (needs Linux 6.17+)"
+((EUID == 0)) || skip_real_kernel "needs root (writes kernel.core_pattern)"
+grep -qw socket /proc/sys/kernel/core_modes 2>/dev/null || skip_real_kernel "kernel lacks socket core_pattern (needs Linux 6.17+)"
 IFS=. read -r major minor _ <<<"$(uname -r)"
-((major > 6 || (major == 6 && minor >= 17))) || skip "kernel $(uname -r) predates the @@ protocol (needs 6.17+)"
+((major > 6 || (major == 6 && minor >= 17))) || skip_real_kernel "kernel $(uname -r) predates the @@ protocol (needs 6.17+)"
 command -v setpriv >/dev/null && command -v unshare >/dev/null || fail "setpriv/unshare missing (util-linux)"
 
 sock=$T/k.sock log=$T/daemon.log store=$T/store
@@ -38,7 +38,12 @@ exec 9>/run/lock/coredumpd-core_pattern.lock
 # Long: other real-kernel tests (a 3 GiB core under ASan) hold it for minutes; we need it ~1 s.
 flock -w 600 9 || fail "could not lock /run/lock/coredumpd-core_pattern.lock within 10 minutes"
 previous=$(cat /proc/sys/kernel/core_pattern)
-EXIT_HOOKS+=('printf "%s\n" "$previous" >/proc/sys/kernel/core_pattern; exec 9>&-')
+# What we set and saved, as CorePatternLock records it (tests/support/core_pattern_state.h): if we
+# are SIGKILLed (a ctest timeout), the next test restores $previous instead of our dead socket.
+state=/run/coredumpd-test/core_pattern.state
+EXIT_HOOKS+=('printf "%s\n" "$previous" >/proc/sys/kernel/core_pattern; rm -f "$state"; exec 9>&-')
+mkdir -p "${state%/*}" && printf 'pid %s\nstart %s\nset %s\nprevious %s\n' $$ "$(cut -d' ' -f22 /proc/$$/stat)" \
+  "@@$sock" "$previous" >"$state"
 echo "@@$sock" >/proc/sys/kernel/core_pattern
 
 # Raise the limit (in case honor_rlimit_core is set), then become nobody and crash.
