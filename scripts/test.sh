@@ -5,8 +5,10 @@
 #      and its unit tests (scripts/newer-headers.sh; needs the Debian archive);
 #   3. the threaded tests under ThreadSanitizer (scripts/tsan.sh);
 #   4. every libFuzzer target for FUZZ_SECONDS (default 60) each, after its regressions (scripts/fuzz.sh).
-# Real-kernel tests need root and Linux 6.17+ (they skip otherwise, saying why) and serialise
-# themselves through /run/lock/coredumpd-core_pattern.lock, so -j2 is safe.
+# Real-kernel tests need root and Linux 6.17+ (they skip otherwise, saying why; with
+# COREDUMPD_REQUIRE_REAL_KERNEL=1, as .ci/run sets, they fail instead) and serialise themselves
+# (ctest RESOURCE_LOCK core_pattern, and /run/lock/coredumpd-core_pattern.lock against other
+# processes), so -j2 is safe. The summary counts the skipped tests and says why each skipped.
 # Usage: scripts/test.sh [extra ctest arguments, e.g. -L systemd or -R notify]
 # With ctest arguments, or SKIP_NEWER_HEADERS=1 / SKIP_TSAN=1 / SKIP_FUZZ=1, the later stages are left
 # out (quick local runs; SKIP_NEWER_HEADERS=1 also where the Debian archive cannot be reached).
@@ -23,7 +25,8 @@ log=build/asan/ctest.log
 rc=0
 ctest --preset asan -j2 --timeout 900 "$@" 2>&1 | tee "$log" || rc=$?  # pipefail: ctest's status
 
-verdicts=("ctest (asan): $( ((rc == 0)) && echo passed || echo "FAILED (exit $rc)")")
+skips=(scripts/ctest_skips.py "$log" build/asan/Testing/Temporary/LastTest.log)
+verdicts=("ctest (asan): $( ((rc == 0)) && echo passed || echo "FAILED (exit $rc)"), $("${skips[@]}" --counts)")
 if (($# == 0)) && [[ ${SKIP_NEWER_HEADERS:-0} != 1 ]]; then
   nrc=0
   scripts/newer-headers.sh || nrc=$?
@@ -46,6 +49,7 @@ fi
 # The summaries again at the end, where they cannot scroll away.
 echo
 sed -n '/tests passed\|tests failed/,$p' "$log"
+"${skips[@]}"
 printf 'test.sh: %s\n' "${verdicts[@]}"
 if ((rc != 0)); then echo "test.sh: FAILED"; else echo "test.sh: all stages passed"; fi
 exit "$rc"
