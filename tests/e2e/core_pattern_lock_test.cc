@@ -35,6 +35,12 @@ std::string current_pattern() {
   return p;
 }
 
+// argv[0] of this process, as /proc/<pid>/cmdline starts.
+std::string cmdline_of_self() {
+  const std::string c = read_file("/proc/self/cmdline").value_or("");
+  return c.substr(0, c.find('\0'));
+}
+
 // Sets core_pattern as an administrator would: under the flock, but with no CorePatternLock (no
 // state file, no recovery). Returns the pattern it replaced.
 std::string set_machine_pattern(const std::string& pattern) {
@@ -149,6 +155,20 @@ TEST_F(StaleCorePattern, WithoutAStateFileASocketOutsideTestDirsIsLeftAlone) {
   clear_core_pattern_state();
   CorePatternLock next("core");
   EXPECT_EQ(next.previous(), foreign);
+}
+
+// Two CorePatternLocks in one process would wait for each other for the whole bound: the second
+// fails at once instead, naming this process (found through /proc/<pid>/fdinfo) as the holder.
+TEST_F(StaleCorePattern, ASecondLockInTheSameProcessFailsAtOnceNamingTheHolder) {
+  CorePatternLock first("core");
+  try {
+    CorePatternLock second("core");
+    ADD_FAILURE() << "a second CorePatternLock was granted while the first is held";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("pid " + std::to_string(::getpid()) + " (" + cmdline_of_self()), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("this process"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -166,17 +167,35 @@ std::string flock_holder(int fd) {
   struct stat sb {};
   if (::fstat(fd, &sb) != 0) return "";
   char id[64];
-  std::snprintf(id, sizeof(id), "%02x:%02x:%lu", ::major(sb.st_dev), ::minor(sb.st_dev),
+  std::snprintf(id, sizeof(id), " %02x:%02x:%lu ", ::major(sb.st_dev), ::minor(sb.st_dev),
                 static_cast<unsigned long>(sb.st_ino));
+  // /proc/locks names the pid that called flock(), often gone (flock(1), or a parent whose child
+  // inherited the descriptor); the processes that hold it now show it in /proc/<pid>/fdinfo/<fd>.
+  std::string holders;
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string pid = proc.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code fec;
+    for (const auto& info : std::filesystem::directory_iterator(proc.path() / "fdinfo", fec)) {
+      const auto text = read_file(info.path());
+      const auto at = text ? text->find(id) : std::string::npos;
+      if (at == std::string::npos) continue;
+      const auto line = text->rfind('\n', at);
+      if (text->substr(line + 1, at - line).find("->") != std::string::npos) continue;  // a waiter
+      holders += (holders.empty() ? "" : ", ") + ("pid " + pid + " (" + cmdline_of(std::atol(pid.c_str())) + ")");
+      break;
+    }
+  }
+  if (!holders.empty()) return holders;
   std::istringstream in(read_file("/proc/locks").value_or(""));
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream f(line);
     std::string num, kind, mode, rw, pid, file;
     // "1: FLOCK  ADVISORY  WRITE 1234 00:1a:5678 0 EOF"; waiters are listed as "1: -> FLOCK ...".
-    if (!(f >> num >> kind >> mode >> rw >> pid >> file) || kind != "FLOCK" || file != id) continue;
-    const long p = std::atol(pid.c_str());
-    return "pid " + pid + " (" + (p > 0 ? cmdline_of(p) : std::string("another pid namespace")) + ")";
+    if ((f >> num >> kind >> mode >> rw >> pid >> file) && kind == "FLOCK" && " " + file + " " == id)
+      return "pid " + pid + " (not found: the lock lives on in a descriptor it passed on)";
   }
   return "";
 }

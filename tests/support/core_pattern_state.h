@@ -31,8 +31,8 @@ std::string core_pattern_socket_path(const std::string& pattern);
 /// listening) or finds no socket (ENOENT, ENOTDIR): an unclear answer counts as a listener.
 bool socket_has_listener(const std::string& path);
 
-/// Who holds the flock on the file open as `fd`, from /proc/locks: "pid 123 (cmdline)", or "" if no
-/// holder is listed.
+/// Who holds the flock on the file open as `fd`: "pid 123 (cmdline), ..." for every process with a
+/// descriptor holding it (/proc/<pid>/fdinfo), else the pid that took it (/proc/locks), else "".
 std::string flock_holder(int fd);
 
 }  // namespace coredumpd::test

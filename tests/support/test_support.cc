@@ -241,7 +241,7 @@ CorePatternLock::CorePatternLock(const std::string& pattern) {
   std::string holder;
   while (!locked && std::chrono::steady_clock::now() < deadline) {
     holder = flock_holder(lock_fd_);
-    if (holder.rfind("pid " + std::to_string(::getpid()) + " (", 0) == 0) {
+    if (holder.find("pid " + std::to_string(::getpid()) + " (") != std::string::npos) {
       holder += ": this process (a second CorePatternLock in scope?)";
       break;
     }
