@@ -13,6 +13,7 @@
 
 #include "protocol/request.h"
 #include "tests/fake_kernel/deadline_io.h"
+#include "tests/fake_kernel/kernel_rules.h"
 #include "tests/fake_kernel/scoped_fd.h"
 #include "util/enum_names.h"
 
@@ -22,6 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 namespace proto = coredumpd::protocol;
+namespace rules = coredumpd::fake_kernel::kernel_rules;
 
 constexpr std::array<EnumName<Point>, 8> kPointNames{{
     {Point::Connected, "connected"},
@@ -132,9 +134,9 @@ class Session {
     r_.ack_size_field = size;
 
     // Rule 2: decided on the peeked field alone; the ack stays unread (server then sees ECONNRESET).
-    if (const auto verdict = proto::kernel_size_verdict(kreq_, size)) {
+    if (const auto verdict = rules::size_verdict(offer(), size)) {
       r_.ack_raw.assign(first4.begin(), first4.end());
-      r_.verdict = verdict;
+      take_verdict(*verdict);
       stamp(r_.timeline.ack_read);
       at(Point::AckRead);
       return true;
@@ -153,8 +155,9 @@ class Session {
     proto::coredump_ack ack{};
     std::memcpy(&ack, r_.ack_raw.data(), std::min(r_.ack_raw.size(), sizeof(ack)));
     r_.ack = ack;
-    // Rules 4–7 and the RFC additions: the shared implementation, not a copy.
-    r_.verdict = proto::kernel_ack_verdict(kreq_, r_.ack_raw, o_.close_files_bit);
+    // Rules 4–7 and the extensions: the fake kernel's own table, independent of the daemon's
+    // kernel_ack_verdict() (kernel_rules.h).
+    take_verdict(rules::ack_verdict(offer(), r_.ack_raw));
     stamp(r_.timeline.ack_read);
     at(Point::AckRead);
     return true;
@@ -174,7 +177,8 @@ class Session {
     stamp(r_.timeline.marker_sent);
     at(Point::MarkerSent);
     if (*r_.verdict != proto::Marker::REQACK) {
-      return finish(Outcome::Refused, "kernel refused the ack with marker " + std::to_string(value));
+      return finish(Outcome::Refused, "kernel refused the ack with marker " + std::to_string(value) +
+                                          (verdict_rule_.empty() ? "" : " (" + verdict_rule_ + ")"));
     }
     return true;
   }
@@ -351,6 +355,16 @@ class Session {
 
   // ---- Helpers ----
 
+  // What this simulated kernel offered, as kernel_rules reads it.
+  rules::Offer offer() const {
+    return rules::Offer{o_.size_ack, o_.mask, o_.memory_types_mask, o_.close_files_bit};
+  }
+
+  void take_verdict(const rules::Verdict& verdict) {
+    r_.verdict = static_cast<proto::Marker>(verdict.mark);
+    verdict_rule_ = verdict.rule ? std::string(verdict.rule->id) : std::string();
+  }
+
   // Hook, stalls and injections of one point, in that order.
   void at(Point point) {
     if (o_.hook) o_.hook(point, fd_.get());
@@ -403,6 +417,7 @@ class Session {
   proto::coredump_req kreq_{};
   IoResult stream_io_{};
   bool offset_hook_fired_ = false;
+  std::string verdict_rule_;  // id of the kernel_rules rule that refused the ack, if any
   Result r_;
 };
 

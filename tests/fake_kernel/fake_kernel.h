@@ -5,11 +5,12 @@
 //
 // One call to run() is one crash:
 //   connect (non-blocking, like the kernel) → send coredump_req in one send → peek the ack's 4-byte
-//   size field → kernel_size_verdict() → read exactly `size` bytes → kernel_ack_verdict() → send the
+//   size field → kernel_rules::size_verdict() → read exactly `size` bytes → kernel_rules::ack_verdict() → send the
 //   4-byte marker → act on the acked mask (stream / nothing / close) → shutdown(SHUT_WR) → WAIT:
 //   block on a 1-byte read until the server hangs up.
-// The kernel's ack checks are protocol/negotiate.h's kernel_size_verdict() and kernel_ack_verdict();
-// this file only does the I/O around them.
+// The kernel's ack checks are tests/fake_kernel/kernel_rules.h, the fake kernel's own table from the
+// kernel source, deliberately not the daemon's protocol::kernel_ack_verdict(); this file only does
+// the I/O around them.
 //
 // Differences from the real kernel, all deliberate:
 //  - Every blocking step is bounded by Options::timeout (the kernel has none), so a test never hangs;
@@ -101,9 +102,9 @@ struct Options {
   /// Value written to the request's `size` field when it should lie about request_size (hostile
   /// sizes such as 8, 4096, 0xFFFFFFFF). std::nullopt: the truth.
   std::optional<std::uint32_t> size_field;
-  /// Largest ack this kernel accepts; also what kernel_size_verdict() checks against.
+  /// Largest ack this kernel accepts; also what kernel_rules::size_verdict() checks against.
   std::uint32_t size_ack = protocol::COREDUMP_ACK_SIZE_VER0;
-  /// Features offered (req.mask); kernel_ack_verdict() refuses ack bits outside it.
+  /// Features offered (req.mask); kernel_rules::ack_verdict() refuses ack bits outside it.
   std::uint64_t mask = protocol::COREDUMP_MASK_VER0;
   /// req.memory_types: the task's own coredump_filter selection (sent only if request_size >= 24).
   std::uint64_t memory_types = DEFAULT_COREDUMP_FILTER;
@@ -115,7 +116,7 @@ struct Options {
   /// Pause between the two pieces of a split request.
   std::chrono::microseconds request_split_delay{0};
   /// Value of COREDUMP_CLOSE_FILES on this simulated kernel (RFC; value not settled, docs/PROTOCOL.md §6.4).
-  /// Passed to kernel_ack_verdict(); 0 disables the flag entirely.
+  /// Passed to kernel_rules::ack_verdict(); 0 disables the flag entirely.
   std::uint64_t close_files_bit = protocol::COREDUMP_CLOSE_FILES_DEFAULT;
 
   // ---- The core (KERNEL mode, or plain mode) ----
