@@ -70,7 +70,7 @@ class RealKernel : public ::testing::Test {
   void SetUp() override { start_daemon(); }
 
   // Starts coredumpd (with `config` JSON, if any) on a fresh temp dir and points core_pattern at it.
-  void start_daemon(const std::string& config = "") {
+  void start_daemon(const std::string& config = "", const std::vector<std::string>& extra_args = {}) {
     if (auto why = real_kernel_unavailable()) {
       std::fprintf(stderr, "SKIPPED real-kernel test: %s\n", why->c_str());
       GTEST_SKIP() << *why;
@@ -80,7 +80,7 @@ class RealKernel : public ::testing::Test {
     dir_ = std::make_unique<TempDir>();
     socket_ = *dir_ / "coredump.socket";
     store_ = *dir_ / "store";
-    restart_daemon(config);
+    restart_daemon(config, extra_args);
   }
 
   // (Re)starts coredumpd on the current temp dir and store, e.g. after stopping or killing it;
