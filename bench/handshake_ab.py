@@ -5,7 +5,9 @@ For each NAME=BINARY given, starts that coredumpd (--allow-unverified-peers) on 
 runs --sequential crashes one after another and then --burst crashes at once (fake-kernel, 64 KiB
 cores), and prints from the records' extras: handshake_us (accept -> ack ready) and the /proc
 collection (collect_end - collect_start), median / p90 / max in microseconds. With
---stall-in NAME --stall-ms N, that collector stalls (config "testing") in every handshake.
+--stall-in NAME --stall-ms N (at most 5000), that collector stalls (config "testing") in every
+handshake; the daemon then runs with --enable-test-hooks where it has that flag (older binaries
+took the "testing" section without it).
 
   python3 bench/handshake_ab.py --fake-kernel build/dev/tests/fake_kernel/fake-kernel \\
       new=build/dev/daemon/coredumpd old=/path/to/old/coredumpd
@@ -36,8 +38,11 @@ def measure(name, binary, args):
     with open(config, "w") as f:
         json.dump({"handshake_timeout_ms": args.timeout_ms, **({"testing": testing} if testing else {})}, f)
     log = open(f"{work}/log", "w")
+    hooks = []
+    if testing and "--enable-test-hooks" in subprocess.run([binary, "--help"], capture_output=True, text=True).stdout:
+        hooks = ["--enable-test-hooks"]  # without it a "testing" section stops the daemon at start
     daemon = subprocess.Popen([binary, "--socket", socket, "--store", store, "--config", config,
-                               "--allow-unverified-peers"], stdout=log, stderr=log)
+                               "--allow-unverified-peers", *hooks], stdout=log, stderr=log)
     try:
         for _ in range(100):
             if os.path.exists(socket):

@@ -11,6 +11,7 @@
 
 #include "cli/format.h"
 #include "cli/store_commands.h"
+#include "cli/temp_file.h"
 
 namespace coredumpd::cli {
 
@@ -31,6 +32,8 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
   app.add_option("--pending-dir", global.pending_dir,
                  "coredumpd's pending journal: records a read-only or full store could not take yet (list shows them)")
       ->capture_default_str();
+  bool test_stall = false;  // hidden (no group): a test hook, not for users
+  app.add_flag(kTestStallFlag, test_stall, "Tests only: stop after the first write of a core, until killed")->group("");
 
   ListOptions list_opts;
   CLI::App* list = app.add_subcommand("list", "List coredumps, oldest first (the default command)");
@@ -72,6 +75,10 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
     return app.exit(e, io.out, io.err) == 0 ? 0 : 1;
   }
 
+  if (test_stall) {
+    io.err << "dumpctl: " << kTestStallFlag << ": a test hook; a core written now stops after its first write\n";
+    set_test_stall_after_first_write(true);
+  }
   try {
     if (*info) return cmd_info(global, info_opts, io);
     if (*dump) return cmd_dump(global, dump_opts, io);

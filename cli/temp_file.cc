@@ -58,12 +58,18 @@ void TempFile::rename_to(const std::string& target) {
   owned_ = false;
 }
 
+namespace {
+bool g_test_stall = false;  // set once, before any command runs
+}  // namespace
+
+void set_test_stall_after_first_write(bool stall) { g_test_stall = stall; }
+
 std::uint64_t write_core_sparse(const std::string& store, const DumpRecord& r, TempFile& file) {
-  const bool stall = std::getenv(kTestStallEnv) != nullptr;
+  const bool stall = g_test_stall;
   SparseWriter out(file.fd(), escape_for_display(file.path()));
   extract_core(store, r, [&](const char* p, std::size_t n) {
     out.write(p, n);
-    while (stall) ::pause();  // test only (kTestStallEnv): wait to be killed mid-write
+    while (stall) ::pause();  // test only (kTestStallFlag): wait to be killed mid-write
   });
   out.finish();
   file.close();

@@ -39,10 +39,13 @@ class TempFile {
   std::unique_ptr<SignalCleanup> on_signal_;
 };
 
-/// Environment variable, for tests only: when set (to anything), write_core_sparse() stops after
-/// its first write and waits for a signal, so a test can interrupt a write in progress. Never set
-/// it otherwise: dumpctl then never finishes.
-inline constexpr const char* kTestStallEnv = "DUMPCTL_TEST_STALL_AFTER_FIRST_WRITE";
+/// The hidden dumpctl flag, for tests only, that calls set_test_stall_after_first_write(true).
+inline constexpr const char* kTestStallFlag = "--test-stall-after-first-write";
+
+/// Tests only (dumpctl --test-stall-after-first-write): from now on write_core_sparse() stops after
+/// its first write and waits for a signal, so a test can interrupt a write in progress. A flag, not
+/// an environment variable, so that nothing inherited can make dumpctl hang.
+void set_test_stall_after_first_write(bool stall);
 
 /// Streams the record's core (extract_core()) into `file`, which must be new and empty, with holes
 /// for zero blocks (SparseWriter), and closes it. Returns the core's size in bytes. Throws

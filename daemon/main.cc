@@ -67,21 +67,32 @@ int main(int argc, char** argv) {
                "Write @@SOCKET to /proc/sys/kernel/core_pattern; restore the previous value on exit");
   app.add_flag("--allow-unverified-peers", allow_unverified,
                "Accept peers that are not crashing tasks (fake-kernel tests only; insecure)");
-  bool hold_before_store = false;
+  // Test hooks: off unless this flag is given (then logged as a warning); a "testing" section in a
+  // configuration file is refused without it.
+  bool test_hooks = false, hold_before_store = false;
+  CLI::Option* test_hooks_flag = app.add_flag(coredumpd::kEnableTestHooksFlag, test_hooks,
+      "Tests only: allow the test hooks (the \"testing\" configuration section, --test-hold-before-store)");
   app.add_flag("--test-hold-before-store", hold_before_store,
-               "Tests only: stop every dump once its core has arrived, before it is stored (to kill the daemon then)");
+               "Tests only: stop every dump once its core has arrived, before it is stored (to kill the daemon then)")
+      ->needs(test_hooks_flag);
   app.add_flag("--probe", probe, "Print what the running kernel supports (JSON) and exit");
   app.add_option("--log-level", log_level, "trace, debug, info, warning, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
     coredumpd::setup_logging(log_level);
+    defaults.test_hooks = test_hooks;
     auto loaded = coredumpd::load_config(config_file, defaults);
     coredumpd::Config& config = loaded.config;
     if (!socket_path.empty()) config.socket_path = socket_path;
     if (!store_dir.empty()) config.store_dir = store_dir;
     config.allow_unverified_peers = allow_unverified;
     coredumpd::set_hold_before_store(hold_before_store);
+    if (test_hooks)
+      spdlog::warn("*** {}: test hooks are on (collector delay {} ms{}{}, hold before store: {}). For tests only. ***",
+                   coredumpd::kEnableTestHooksFlag, config.test_collector_delay.count(),
+                   config.test_collector_delay_in.empty() ? "" : " in ", config.test_collector_delay_in,
+                   hold_before_store ? "on" : "off");
 
     if (check_config) {
       coredumpd::require_usable_socket_path(config.socket_path);  // the kernel must be able to use it

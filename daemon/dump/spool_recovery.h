@@ -73,9 +73,9 @@ std::uint64_t store_kept_spool(int store_dirfd, const SpoolManifest& m, Compress
 /// (index errors are logged).
 void start_spool_recovery(DumpContext& ctx, const Config& config, std::atomic<int>& in_flight);
 
-/// Tests only (coredumpd --test-hold-before-store): the compress stage of every dump stops for
-/// good once its stream has ended and its spool is kept, before its core file is committed: a
-/// daemon then killed has been stopped while compressing.
+/// Tests only (coredumpd --enable-test-hooks --test-hold-before-store): the compress stage of
+/// every dump stops for good once its stream has ended and its spool is kept, before its core file
+/// is committed: a daemon then killed has been stopped while compressing.
 void set_hold_before_store(bool hold);
 bool hold_before_store();
 

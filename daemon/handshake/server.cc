@@ -218,7 +218,9 @@ void Server::wait_signals() {
 // started with (it holds its own shared_ptr). A broken file changes nothing.
 void Server::reload() {
   try {
-    LoadedConfig loaded = load_config(options_.config_file, Config{});
+    Config base;
+    base.test_hooks = config_->test_hooks;  // command line only: a reload cannot turn the hooks on
+    LoadedConfig loaded = load_config(options_.config_file, base);
     Config& fresh = loaded.config;
     fresh.socket_path = config_->socket_path;  // the socket and store cannot change under a running server
     fresh.store_dir = config_->store_dir;
@@ -236,6 +238,7 @@ void Server::reload() {
 // period, then stop the loop. A dump still running after that is marked interrupted at next start.
 void Server::shutdown() {
   sd_notify(0, "STOPPING=1");
+  ctx_->stopping.request_stop();  // a test hook's sleep must not hold the stop
   error_code ignored;
   acceptor_.close(ignored);
   signals_.cancel(ignored);

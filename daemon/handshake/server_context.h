@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -34,6 +35,8 @@ struct ServerContext : DumpContext {
   /// the kernel's fixed initial ones, never this daemon's own (PrivateTmp= gives it a mount namespace).
   nlohmann::json host_namespaces = nlohmann::json::object();
   std::atomic<int> in_flight{0};     ///< sessions not yet finished
+  /// Requested when the server starts to stop: ends what must not delay a stop (test hooks' sleeps).
+  std::stop_source stopping;
   /// Rules' rate limits (Policy::rate_limit), counted across sessions; survives config reloads.
   DumpRateLimiter rate_limiter;
 

@@ -177,6 +177,7 @@ void Session::collect() {
   limits.per_collector = config_->collector_budget;
   limits.test_delay = config_->test_collector_delay;
   limits.test_delay_collector = config_->test_collector_delay_in;
+  limits.stop = ctx_.stopping.get_token();
   // The job's own pidfd: a stalled collector may outlive the handshake, and the session's pidfd
   // goes to the dump job (which closes it) once the kernel is acked.
   auto pidfd = std::make_shared<UniqueFd>(::fcntl(peer_.pidfd.get(), F_DUPFD_CLOEXEC, 0));

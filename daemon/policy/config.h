@@ -28,6 +28,13 @@ class ConfigError : public std::runtime_error {
 /// Threads to use for CPU-bound work: the number of CPUs, at least 1 and at most 8.
 int default_parallelism();
 
+/// The longest "testing": {"collector_delay_ms"} accepted: long enough to outlast any handshake
+/// deadline a test sets, short enough that a forgotten hook cannot hold a collector thread for long.
+inline constexpr std::chrono::milliseconds kTestCollectorDelayMax{5000};
+
+/// The coredumpd flag that turns the test hooks on (Config::test_hooks), as errors name it.
+inline constexpr const char* kEnableTestHooksFlag = "--enable-test-hooks";
+
 /// Everything the daemon is configured with. Defaults are the values a fresh install runs with.
 struct Config {
   std::string socket_path = "/run/coredumpd/coredump.socket";  ///< where the kernel connects (@@PATH)
@@ -86,8 +93,12 @@ struct Config {
   bool compress_while_streaming = default_parallelism() >= 4;
   /// A collector that loops (e.g. over thousands of fds) stops after this long.
   std::chrono::milliseconds collector_budget{500};
-  /// Tests only ("testing": {"collector_delay_ms": N}): a handshake collector that sleeps N ms, to
-  /// prove the handshake deadline holds when a collector blocks.
+  /// Test hooks are on (coredumpd --enable-test-hooks; command line only). Without it a "testing"
+  /// section is a configuration error, so no file or drop-in can turn a hook on by itself.
+  bool test_hooks = false;
+  /// Tests only ("testing": {"collector_delay_ms": N}, N <= kTestCollectorDelayMax): a handshake
+  /// collector that sleeps N ms, to prove the handshake deadline holds when a collector blocks. A
+  /// stop (SIGTERM) ends the sleep at once.
   std::chrono::milliseconds test_collector_delay{0};
   /// Tests only ("testing": {"collector_delay_in": name}): the collector of
   /// handshake_collector_names() (daemon/proc/collect.h) that sleeps test_collector_delay before it

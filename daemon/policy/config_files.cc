@@ -80,7 +80,9 @@ LoadedConfig load_config(const std::string& main_path, Config base) {
   for (const auto& path : out.sources) {
     const json doc = parse_config_text(path, read_whole(path));
     // Checked alone first, so that an error names this file and a rule index within it.
-    (void)apply_config(path, doc, Config{});
+    Config alone;
+    alone.test_hooks = base.test_hooks;  // a "testing" section is refused in any file without the flag
+    (void)apply_config(path, doc, alone);
     if (const auto rules = doc.find("rules"); rules != doc.end()) {
       for (std::size_t i = 0; i < rules->size(); ++i) rule_sources.push_back({path, i});
     }

@@ -93,9 +93,15 @@ constexpr ConfigKey<Config> kGlobal[] = {
         "Compress a core while it streams in, not only once its stream has ended.",
         "true with 4 or more CPUs"),
     {.name = "testing", .type = "object",
-     .description = "Tests only: see the testing keys.",
-     .apply = [](const KeyValue& v, Config& c) { apply_keys(testing_keys(), v, c); },
-     .write = [](const Config& c) { return keys_to_json(testing_keys(), c); }},
+     .description = "Tests only, refused unless coredumpd runs with --enable-test-hooks: see the testing keys.",
+     .apply = [](const KeyValue& v, Config& c) {
+       if (!c.test_hooks)
+         v.fail(std::string("a test-only section, refused: test hooks are off (coredumpd ") + kEnableTestHooksFlag +
+                " turns them on, for tests only)");
+       apply_keys(testing_keys(), v, c);
+     },
+     // Only when the hooks are on: --check-config's output must load again without the flag.
+     .write = [](const Config& c) { return c.test_hooks ? keys_to_json(testing_keys(), c) : json(json::value_t::discarded); }},
     {.name = "retention", .type = "object",
      .description = "Store size limits, enforced before and after each store: see the retention keys.",
      .apply = [](const KeyValue& v, Config& c) { c.retention = parse_retention(v.origin, v.value, c.retention); },
@@ -131,8 +137,8 @@ constexpr ConfigKey<CompressionOptions> kCompression[] = {
 };
 
 constexpr ConfigKey<Config> kTesting[] = {
-    integer_key<&Config::test_collector_delay>("collector_delay_ms", 0, 600'000,
-        "Tests only: a handshake collector sleeps this long, to prove the handshake deadline holds."),
+    integer_key<&Config::test_collector_delay>("collector_delay_ms", 0, kTestCollectorDelayMax.count(),
+        "Tests only: a handshake collector sleeps this long (a stop ends it), to prove the handshake deadline holds."),
     {.name = "collector_delay_in", .type = "string", .values = "a handshake collector's name (comm, exe, cmdline, ...)",
      .description = "Tests only: the collector that sleeps collector_delay_ms before it reads; empty: one of its own.",
      .apply = [](const KeyValue& v, Config& c) {

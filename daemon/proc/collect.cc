@@ -9,10 +9,13 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <sstream>
-#include <thread>
+
+#include <spdlog/spdlog.h>
 
 #include "daemon/proc/partial_facts.h"
 #include "store/dump_record.h"
@@ -239,7 +242,7 @@ void collect_environ(const ProcDir& proc, HandshakeFacts& f, const CollectLimits
 }
 
 void collect_test_delay(const ProcDir&, HandshakeFacts&, const CollectLimits& limits, const PartialFacts&) {
-  if (limits.test_delay.count() > 0 && limits.test_delay_collector.empty()) std::this_thread::sleep_for(limits.test_delay);
+  if (limits.test_delay.count() > 0 && limits.test_delay_collector.empty()) sleep_test_delay(limits);
 }
 
 struct Collector {
@@ -268,6 +271,23 @@ constexpr auto kCollectorNames = [] {
 
 std::span<const char* const> handshake_collector_names() { return kCollectorNames; }
 
+bool sleep_test_delay(const CollectLimits& limits) {
+  // Not sleep_for: a stop must end the sleep (condition_variable_any wakes on the stop_token).
+  std::mutex mu;
+  std::condition_variable_any never_notified;
+  std::unique_lock lock(mu);
+  spdlog::info("test hook: a collector sleeps {} ms", limits.test_delay.count());  // every use shows in the log
+  const auto start = Clock::now();
+  // The predicate never holds: this returns at the timeout, or at once when the stop is requested.
+  (void)never_notified.wait_for(lock, limits.stop, limits.test_delay, [] { return false; });
+  if (limits.stop.stop_requested()) {
+    spdlog::info("test hook: collector delay cut short by the stop after {} of {} ms", us_since(start) / 1000,
+                 limits.test_delay.count());
+    return false;
+  }
+  return true;
+}
+
 void collect_handshake_facts(const ProcDir& proc, const CollectLimits& limits, PartialFacts& out) {
   for (const auto& c : kCollectors) {
     const auto start = Clock::now();
@@ -275,7 +295,7 @@ void collect_handshake_facts(const ProcDir& proc, const CollectLimits& limits, P
       out.note_error(c.name, "skipped: handshake deadline");
       continue;
     }
-    if (limits.test_delay.count() > 0 && limits.test_delay_collector == c.name) std::this_thread::sleep_for(limits.test_delay);
+    if (limits.test_delay.count() > 0 && limits.test_delay_collector == c.name) sleep_test_delay(limits);
     HandshakeFacts delta;
     c.run(proc, delta, limits, out);
     delta.timings_us[c.name] = us_since(start);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -65,7 +66,13 @@ struct CollectLimits {
   /// named here sleeps test_delay before it reads, as a stalled /proc read would; empty: a
   /// collector of its own ("test_delay") sleeps instead.
   std::string test_delay_collector;
+  /// A stop (the server's shutdown) ends a test_delay sleep at once: SIGTERM never waits for a hook.
+  std::stop_token stop;
 };
+
+/// Tests only: sleeps `limits.test_delay`, or less if `limits.stop` is requested meanwhile (then
+/// logs that it was cut short). Returns true if the whole delay was slept.
+bool sleep_test_delay(const CollectLimits& limits);
 
 /// Names of the handshake collectors, in the order they run ("comm", "exe", "cmdline", ...).
 std::span<const char* const> handshake_collector_names();

@@ -84,14 +84,14 @@ class RealKernel : public ::testing::Test {
   void SetUp() override { start_daemon(); }
 
   // Starts coredumpd (with `config` JSON, if any) on a fresh temp dir and points core_pattern at it.
-  void start_daemon(const std::string& config = "") {
+  void start_daemon(const std::string& config = "", const std::vector<std::string>& extra_args = {}) {
     SKIP_WITHOUT_REAL_KERNEL("real-kernel test");
     pattern_.reset();
     daemon_.reset();
     dir_ = std::make_unique<TempDir>();
     socket_ = *dir_ / "coredump.socket";
     store_ = *dir_ / "store";
-    restart_daemon(config);
+    restart_daemon(config, extra_args);
   }
 
   // (Re)starts coredumpd on the current temp dir and store, e.g. after stopping or killing it;

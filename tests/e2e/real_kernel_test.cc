@@ -309,7 +309,7 @@ TEST_F(RealKernel, RlimitCoreBelowAPageIsHonouredWhenAsked) {
 // A collector that blocks for 5 s: the ack still goes out at the 2 s handshake deadline, the dump
 // is stored, and the record says which metadata was given up.
 TEST_F(RealKernel, HandshakeDeadlineHoldsWhenACollectorBlocks) {
-  start_daemon(R"({"handshake_timeout_ms": 2000, "testing": {"collector_delay_ms": 5000}})");
+  start_daemon(R"({"handshake_timeout_ms": 2000, "testing": {"collector_delay_ms": 5000}})", {"--enable-test-hooks"});
   pid_t pid = 0;
   const auto began = std::chrono::steady_clock::now();
   const auto st = crash({"--mode", "segv"}, &pid);

@@ -1,5 +1,5 @@
 // Real-kernel tests of issue 20 item 5: a real crash's core, received in full, survives a SIGKILL of
-// the daemon before it was stored. coredumpd runs with --test-hold-before-store (each dump stops
+// the daemon before it was stored. coredumpd runs with --enable-test-hooks --test-hold-before-store (each dump stops
 // after its core has arrived and been kept, before its file is committed), is killed, restarted,
 // and must store the core from its kept spool: the ELF core of the crasher, the record recovered.
 #include <csignal>
@@ -31,7 +31,7 @@ class RealKernelRecovery : public RealKernel {
   // Crashes the crasher with `fill` into a held daemon, kills the daemon once the core is kept,
   // restarts it, and checks the recovered dump. Returns it (nullopt with a failure recorded).
   std::optional<DumpRecord> run_case(const std::string& fill, pid_t* pid) {
-    restart_daemon("", {"--test-hold-before-store"});
+    restart_daemon("", {"--enable-test-hooks", "--test-hold-before-store"});
     const auto st = crash({"--mode", "segv", "--touch-mib", "96", "--fill", fill}, pid);
     EXPECT_TRUE(st.exited) << "the crasher stayed frozen: the hold must come after the release";
     EXPECT_TRUE(st.core_dumped());

@@ -35,7 +35,8 @@ class SlowProcRealKernel : public RealKernel {
   // names as missed.
   std::optional<DumpRecord> crash_with_stall(const std::string& collector, std::vector<std::string>& missed) {
     start_daemon(R"({"handshake_timeout_ms": 1000, "testing": {"collector_delay_ms": 2000, "collector_delay_in": ")" +
-                 collector + R"("}})");
+                 collector + R"("}})",
+                 {"--enable-test-hooks"});
     pid_t pid = 0;
     const auto st = crash({"--mode", "segv"}, &pid);
     EXPECT_TRUE(st.exited && st.core_dumped());
@@ -86,6 +87,33 @@ TEST_F(SlowProcRealKernel, StalledCwdReadKeepsCommAndExeFromProc) {
   ASSERT_FALSE(rec->argv.empty());
   EXPECT_EQ(rec->argv[0], CRASHER_BIN);
   EXPECT_TRUE(rec->cwd.empty());
+}
+
+// Issue 21.3: a stop (SIGTERM) while a real crash's collection sleeps in the test delay (5 s, the
+// cap, inside a 10 s handshake, so the kernel waits for it) ends the delay at once: the task is
+// acked, its core stored, and the daemon exits cleanly without waiting out the sleep. The ack's
+// time in the daemon's own record is below the delay, which only a cut-short delay allows; the
+// waits are bounded far above a normal stop.
+TEST_F(SlowProcRealKernel, AStopDuringACollectorDelayReleasesTheTaskAndExits) {
+  start_daemon(R"({"handshake_timeout_ms": 10000, "testing": {"collector_delay_ms": 5000}})", {"--enable-test-hooks"});
+  const pid_t pid = spawn({CRASHER_BIN, "--mode", "segv"});
+  ASSERT_GT(pid, 0);
+  const bool sleeping = wait_until([&] { return daemon_->log().find("test hook: a collector sleeps 5000 ms") != std::string::npos; }, 30s);
+  EXPECT_TRUE(sleeping) << "the delay never started";
+  pattern_.reset();  // restore core_pattern first: the crash in flight is already connected
+  const ExitStatus daemon_st = daemon_->stop(60s);
+  const std::string log = daemon_->log();
+  const ExitStatus st = wait_for(pid, 60s);
+  ASSERT_TRUE(daemon_st.exited) << "coredumpd did not exit within 60 s of SIGTERM; log:\n" << log;
+  EXPECT_EQ(daemon_st.exit_code(), 0) << log;
+  EXPECT_NE(log.find("test hook: collector delay cut short by the stop"), std::string::npos) << log;
+  EXPECT_TRUE(st.exited && st.core_dumped()) << "raw status " << st.raw;
+  const auto rec = stored_dump_of(pid);
+  ASSERT_TRUE(rec) << log;
+  EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  const auto handshake_us = rec->extra.value("handshake_us", std::int64_t{0});
+  EXPECT_GT(handshake_us, 0);
+  EXPECT_LT(handshake_us, 5'000'000) << "the task stayed frozen for the whole delay";
 }
 
 }  // namespace

@@ -54,9 +54,12 @@ void check_policy(const coredumpd::Policy& p, std::uint64_t close_bit) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
+  // With the test hooks on (--enable-test-hooks), so that the "testing" keys are fuzzed too.
+  coredumpd::Config hooks_on;
+  hooks_on.test_hooks = true;
   coredumpd::Config c;
   try {
-    c = coredumpd::apply_config_json("fuzz.json", text, coredumpd::Config{});
+    c = coredumpd::apply_config_json("fuzz.json", text, hooks_on);
   } catch (const coredumpd::ConfigError& e) {
     // "<file>: <key>: <reason>"
     FUZZ_CHECK(std::string(e.what()).rfind("fuzz.json: ", 0) == 0);
@@ -80,6 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(c.compression.level >= 1 && c.compression.level <= 19);
   FUZZ_CHECK(c.compression.threads >= 0 && c.compression.threads <= 64);
   FUZZ_CHECK(c.collector_budget.count() >= 1 && c.collector_budget.count() <= 60'000);
+  FUZZ_CHECK(c.test_collector_delay.count() >= 0 && c.test_collector_delay <= coredumpd::kTestCollectorDelayMax);
   FUZZ_CHECK(c.close_files_bit > cp::COREDUMP_MEMORY_TYPES && (c.close_files_bit & (c.close_files_bit - 1)) == 0);
   FUZZ_CHECK(c.close_files_bit <= (std::uint64_t{1} << 62));
   check_policy(c.defaults, c.close_files_bit);
@@ -90,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)effective.dump(2);  // throws on invalid UTF-8, which would kill --check-config
   coredumpd::Config back;
   try {
-    back = coredumpd::apply_config("check.json", effective, coredumpd::Config{});
+    back = coredumpd::apply_config("check.json", effective, hooks_on);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_config: the effective configuration does not load back: %s\n", e.what());
     __builtin_trap();

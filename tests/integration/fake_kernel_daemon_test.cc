@@ -53,14 +53,16 @@ void fill_text(std::vector<std::byte>& core, std::size_t from, std::size_t to) {
 
 class FakeKernelDaemon : public ::testing::Test {
  protected:
-  // Starts coredumpd with `config` (a JSON object's text) on a fresh store.
-  void start(const std::string& config = "{}") {
+  // Starts coredumpd with `config` (a JSON object's text) on a fresh store; `extra_args` go on its
+  // command line (--enable-test-hooks for a "testing" section).
+  void start(const std::string& config = "{}", const std::vector<std::string>& extra_args = {}) {
     dir_ = std::make_unique<TempDir>();
     socket_ = *dir_ / "s";
     store_ = *dir_ / "store";
     std::ofstream(*dir_ / "config.json") << config;
-    daemon_ = std::make_unique<Daemon>(COREDUMPD_BIN, socket_, store_, *dir_ / "log",
-                                       std::vector<std::string>{"--allow-unverified-peers", "--config", *dir_ / "config.json"});
+    std::vector<std::string> args{"--allow-unverified-peers", "--config", *dir_ / "config.json"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    daemon_ = std::make_unique<Daemon>(COREDUMPD_BIN, socket_, store_, *dir_ / "log", args);
   }
   void SetUp() override { start(); }
   void TearDown() override {
@@ -492,7 +494,7 @@ TEST_F(FakeKernelDaemon, EveryRefusalMarkerIsRecordedAsFailed) {
 
 // A collector that blocks must not keep the task frozen past the handshake deadline.
 TEST_F(FakeKernelDaemon, HandshakeDeadlineHoldsWhenACollectorBlocks) {
-  start(R"({"handshake_timeout_ms": 2000, "testing": {"collector_delay_ms": 5000}})");
+  start(R"({"handshake_timeout_ms": 2000, "testing": {"collector_delay_ms": 5000}})", {"--enable-test-hooks"});
   const auto res = fk::run(options());
   ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
   ASSERT_TRUE(res.timeline.request_sent && res.timeline.ack_read);
@@ -512,7 +514,8 @@ constexpr int kSlowProcCrashes = 6;
 // The stall outlasts the handshake (800 ms): every crash is acked at its deadline with what the
 // collectors before cwd found, and the record names the collectors that missed.
 TEST_F(FakeKernelDaemon, EveryRecordKeepsWhatWasCollectedBeforeTheStall) {
-  start(R"({"handshake_timeout_ms": 800, "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})");
+  start(R"({"handshake_timeout_ms": 800, "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})",
+        {"--enable-test-hooks"});
   crash_all_at_once(kSlowProcCrashes);
   const auto all = settled_records(kSlowProcCrashes);
   ASSERT_EQ(all.size(), static_cast<std::size_t>(kSlowProcCrashes));
@@ -554,7 +557,8 @@ TEST_F(FakeKernelDaemon, EveryRecordKeepsWhatWasCollectedBeforeTheStall) {
 // ack is sent and every crash stored. The deadline used to close the socket under an ack being
 // written when the collection came back at that moment.
 TEST_F(FakeKernelDaemon, ACollectionReturningAtTheDeadlineStillAcks) {
-  start(R"({"handshake_timeout_ms": 1000, "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})");
+  start(R"({"handshake_timeout_ms": 1000, "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})",
+        {"--enable-test-hooks"});
   crash_all_at_once(kSlowProcCrashes);
   const auto all = settled_records(kSlowProcCrashes);
   ASSERT_EQ(all.size(), static_cast<std::size_t>(kSlowProcCrashes));
@@ -570,7 +574,8 @@ TEST_F(FakeKernelDaemon, ACollectionReturningAtTheDeadlineStillAcks) {
 // last two reached their deadline; each now has a thread of its own, so none misses anything.
 TEST_F(FakeKernelDaemon, AStalledReadDoesNotStarveOtherCrashes) {
   start(R"({"handshake_timeout_ms": 3000, "collector_threads": 2,
-            "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})");
+            "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})",
+        {"--enable-test-hooks"});
   crash_all_at_once(kSlowProcCrashes);
   const auto all = settled_records(kSlowProcCrashes);
   ASSERT_EQ(all.size(), static_cast<std::size_t>(kSlowProcCrashes));

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "store/index.h"
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/support/test_support.h"
@@ -33,9 +35,11 @@ class Reload : public ::testing::Test {
   }
 
   void write(const std::string& relative, const std::string& text) { std::ofstream(dir_ / relative) << text; }
-  void start() {
-    daemon_ = std::make_unique<Daemon>(COREDUMPD_BIN, socket_, store_, dir_ / "log",
-                                       std::vector<std::string>{"--allow-unverified-peers", "--config", dir_ / "coredumpd.json"});
+  // `extra_args` go on the daemon's command line (--enable-test-hooks).
+  void start(const std::vector<std::string>& extra_args = {}) {
+    std::vector<std::string> args{"--allow-unverified-peers", "--config", dir_ / "coredumpd.json"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    daemon_ = std::make_unique<Daemon>(COREDUMPD_BIN, socket_, store_, dir_ / "log", args);
   }
   // Sends SIGHUP and waits until the daemon logged the outcome of the reload (`marker`).
   bool reload_and_wait_for(const std::string& marker) {
@@ -143,6 +147,53 @@ TEST_F(Reload, BrokenConfigurationIsRefusedAndTheOldOneStays) {
   const auto both = records(2);
   ASSERT_EQ(both.size(), 2u);
   EXPECT_EQ(both[1].state, DumpState::Complete) << both[1].reason;
+}
+
+// Issue 21.3: without --enable-test-hooks a reload cannot turn a test hook on. A drop-in that
+// brings a "testing" section (and a rule that would reject this process's crashes) is refused as a
+// whole, the error naming its file and the flag, and the next crash is stored under the old
+// configuration with no delay run. The same drop-in without its "testing" section is accepted.
+TEST_F(Reload, ATestingSectionIsRefusedWithoutTheTestHooksFlag) {
+  write("coredumpd.json", "{}");
+  start();
+  EXPECT_EQ(count("test hooks are on"), 0u);
+  nlohmann::json dropin = nlohmann::json::parse(reject_us_rule("no-us"));
+  dropin["testing"] = {{"collector_delay_ms", 1000}};
+  write("conf.d/50-new.json", dropin.dump());
+  ASSERT_TRUE(reload_and_wait_for("SIGHUP: new configuration rejected, keeping the old one"));
+  const std::string log = daemon_->log();
+  EXPECT_NE(log.find(dir_ / "conf.d/50-new.json" + ": testing: "), std::string::npos) << log;
+  EXPECT_NE(log.find("--enable-test-hooks"), std::string::npos) << log;
+
+  EXPECT_EQ(fk::run(options(64 * 1024)).outcome, fk::Outcome::Dumped);
+  auto all = records(1);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].state, DumpState::Complete) << all[0].reason;
+  EXPECT_EQ(count("test hook: a collector sleeps"), 0u) << "the refused delay ran";
+
+  dropin.erase("testing");
+  write("conf.d/50-new.json", dropin.dump());
+  ASSERT_TRUE(reload_and_wait_for("SIGHUP: configuration reloaded"));
+  EXPECT_EQ(fk::run(options(64 * 1024)).outcome, fk::Outcome::Rejected);
+  all = records(2);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[1].state, DumpState::Rejected);
+  EXPECT_EQ(all[1].extra.value("rule", ""), "no-us") << "the accepted reload's rule";
+}
+
+// With --enable-test-hooks: the warning is logged once at start, and a reload may set the
+// collector delay, which then runs (logged) in the next crash's handshake.
+TEST_F(Reload, WithTheTestHooksFlagAReloadSetsTheCollectorDelay) {
+  write("coredumpd.json", "{}");
+  start({"--enable-test-hooks"});
+  EXPECT_TRUE(wait_until([&] { return count("*** --enable-test-hooks: test hooks are on") == 1; }, 10s)) << daemon_->log();
+  write("conf.d/50-stall.json", R"({"testing": {"collector_delay_ms": 300, "collector_delay_in": "cwd"}})");
+  ASSERT_TRUE(reload_and_wait_for("SIGHUP: configuration reloaded"));
+  EXPECT_EQ(fk::run(options(64 * 1024)).outcome, fk::Outcome::Dumped);
+  const auto all = records(1);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].state, DumpState::Complete) << all[0].reason;
+  EXPECT_EQ(count("test hook: a collector sleeps 300 ms"), 1u);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Integration tests of issue 20 item 5: a core received in full survives a daemon killed before it
-// was stored. coredumpd runs with --test-hold-before-store (every dump stops once its core has
+// was stored. coredumpd runs with --enable-test-hooks --test-hold-before-store (every dump stops once its core has
 // arrived and been kept, before its file is committed), is killed with SIGKILL, restarted without
 // it, and must then store the core from its kept spool and mark the record recovered.
 #include <unistd.h>
@@ -31,7 +31,7 @@ class RestartRecovery : public ::testing::Test {
  protected:
   void SetUp() override {
     std::ofstream(dir_ / "config.json") << "{}";
-    start({"--test-hold-before-store"});
+    start({"--enable-test-hooks", "--test-hold-before-store"});
   }
   void TearDown() override {
     if (HasFailure() && daemon_) std::fprintf(stderr, "coredumpd log:\n%s\n", daemon_->log().c_str());

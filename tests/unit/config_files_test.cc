@@ -30,9 +30,9 @@ class ConfigFiles : public ::testing::Test {
     fs::create_directories(p.parent_path());
     std::ofstream(p) << text;
   }
-  std::string error_of(const std::string& main_path) {
+  std::string error_of(const std::string& main_path, const Config& base = Config{}) {
     try {
-      load_config(main_path, Config{});
+      load_config(main_path, base);
     } catch (const ConfigError& e) {
       return e.what();
     }
@@ -41,6 +41,13 @@ class ConfigFiles : public ::testing::Test {
 
   std::string dir_, main_;
 };
+
+// The defaults with the test hooks on (coredumpd --enable-test-hooks): a "testing" section loads.
+Config hooks_on() {
+  Config c;
+  c.test_hooks = true;
+  return c;
+}
 
 TEST_F(ConfigFiles, DropInsAreMergedInLexicalOrderOverTheMainFile) {
   write("coredumpd.json", R"({
@@ -167,7 +174,7 @@ TEST(ConfigJson, EffectiveConfigurationRoundTrips) {
       {"name": "fwd", "match": {"runtime": "systemd-nspawn"}, "action": "forward", "forward_socket": "/run/in/c.sock",
        "rate_limit": null},
       {"name": "root", "match": {"user": "root", "exe": "/usr/*", "comm": "x", "cgroup": "/a/*"}, "capture_environ": true}
-    ]})", Config{});
+    ]})", hooks_on());
   const nlohmann::json j = config_to_json(c);
   for (const char* key : {"socket", "store", "handshake_timeout_ms", "stream_idle_timeout_ms", "shutdown_grace_ms",
                           "listen_backlog", "dump_workers", "collector_threads", "compression_jobs",
@@ -197,7 +204,7 @@ TEST(ConfigJson, EffectiveConfigurationRoundTrips) {
   EXPECT_EQ(j["accept_forwarded"], true);
   EXPECT_EQ(j["rules"][2]["match"]["uid"], 0) << "\"user\" is shown resolved";
 
-  const Config back = apply_config("check.json", j, Config{});
+  const Config back = apply_config("check.json", j, hooks_on());
   EXPECT_EQ(config_to_json(back), j);
   EXPECT_EQ(back.retention.keep_free_percent, 12.5);
   EXPECT_EQ(back.defaults.memory_types, c.defaults.memory_types);
@@ -225,6 +232,34 @@ TEST(ConfigJson, KeepFreePercentagesLoadBack) {
     EXPECT_EQ(back.retention.keep_free_percent, c.retention.keep_free_percent);
     EXPECT_EQ(config_to_json(back), j);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 21.3: a "testing" section in the main file or in any drop-in is refused without the test
+// hooks, naming that file and the flag; with them it loads. Without them --check-config's output
+// has no "testing" section (so it loads again without the flag); with them it shows the hooks.
+TEST_F(ConfigFiles, TestingSectionInAnyFileNeedsTheTestHooks) {
+  write("coredumpd.json", R"({"dump_workers": 5})");
+  write("conf.d/50-stall.json", R"({"testing": {"collector_delay_ms": 2000, "collector_delay_in": "cwd"}})");
+  const std::string err = error_of(main_);
+  EXPECT_EQ(err.rfind(dir_ + "/conf.d/50-stall.json: testing: ", 0), 0u) << err;
+  EXPECT_NE(err.find("--enable-test-hooks"), std::string::npos) << err;
+
+  const LoadedConfig on = load_config(main_, hooks_on());
+  EXPECT_EQ(on.config.test_collector_delay.count(), 2000);
+  EXPECT_EQ(config_to_json(on.config)["testing"], (nlohmann::json{{"collector_delay_ms", 2000}, {"collector_delay_in", "cwd"}}));
+
+  fs::remove(fs::path(dir_) / "conf.d/50-stall.json");
+  write("coredumpd.json", R"({"testing": {}})");
+  EXPECT_EQ(error_of(main_).rfind(main_ + ": testing: ", 0), 0u) << error_of(main_);
+  write("coredumpd.json", R"({"dump_workers": 5})");
+  const LoadedConfig off = load_config(main_, Config{});
+  const nlohmann::json shown = config_to_json(off.config);
+  EXPECT_FALSE(shown.contains("testing")) << shown.dump();
+  EXPECT_EQ(config_to_json(apply_config("check.json", shown, Config{})), shown);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@ using namespace coredumpd;
 
 using coredumpd::unit::error_of;
 using coredumpd::unit::parse;
+using coredumpd::unit::with_test_hooks;
 
 TEST(Config, DefaultsAreTheDocumentedOnes) {
   const Config c = parse("{}");
@@ -31,7 +32,7 @@ TEST(Config, EveryGlobalKeyIsRead) {
     "compression": {"level": 5, "threads": 2, "core_tables": false}, "close_files_bit": 256, "collector_budget_ms": 100,
     "testing": {"collector_delay_ms": 7}, "shutdown_grace_ms": 1234, "spool_direct_io": false, "max_concurrent_dumps": 9,
     "overload_action": "reject", "compression_jobs": 2, "dump_memory_budget": "64M", "dump_disk_budget": 1048576
-  })");
+  })", with_test_hooks());
   EXPECT_EQ(c.dump_memory_budget, std::uint64_t{64} << 20);
   EXPECT_EQ(c.dump_disk_budget, std::uint64_t{1} << 20);
   EXPECT_EQ(c.shutdown_grace.count(), 1234);
@@ -105,7 +106,6 @@ TEST(Config, ErrorsNameFileKeyAndReason) {
       {R"({"rules": [{"name": "x"}]})", "rules[0].match: missing"},
       {R"({"rules": [{"name": "x", "match": {"pid": 1}}]})", "rules[0].match.pid: unknown match condition"},
       {R"({"rules": [{"name": "x", "match": {}, "acton": "reject"}]})", "rules[0].acton: unknown key"},
-      {R"({"testing": {"delay": 1}})", "testing.delay: unknown key"},
       {R"([1, 2])", "(top level): expected a JSON object"},
       {R"({"socket": )", "test.json: (syntax)"},
       // nlohmann_json raises out_of_range, not parse_error, for a number no double holds (fuzz
@@ -119,6 +119,35 @@ TEST(Config, ErrorsNameFileKeyAndReason) {
   for (const auto& c : cases) {
     const auto err = error_of(c.json);
     EXPECT_NE(err.find(c.expect), std::string::npos) << c.json << " -> \"" << err << "\"";
+  }
+}
+
+// Issue 21.3: the "testing" section is refused unless the test hooks are on (the command line's
+// --enable-test-hooks), whatever it holds, with an error that names the flag; with them, its keys
+// are read, and the collector delay is capped at a few seconds.
+TEST(Config, TestingSectionNeedsTheTestHooksFlag) {
+  for (const char* text : {R"({"testing": {"collector_delay_ms": 1000}})", R"({"testing": {}})", R"({"testing": 1})",
+                           R"({"testing": {"collector_delay_in": "cwd"}})"}) {
+    const std::string err = error_of(text);
+    EXPECT_EQ(err.rfind("test.json: testing: ", 0), 0u) << text << " -> \"" << err << "\"";
+    EXPECT_NE(err.find("--enable-test-hooks"), std::string::npos) << err;
+  }
+  EXPECT_EQ(error_of(R"({"handshake_timeout_ms": 1500})"), "") << "no section, no flag needed";
+
+  const Config c = parse(R"({"testing": {"collector_delay_ms": 5000, "collector_delay_in": "cwd"}})", with_test_hooks());
+  EXPECT_EQ(c.test_collector_delay, kTestCollectorDelayMax);
+  EXPECT_EQ(c.test_collector_delay_in, "cwd");
+  const struct { std::string json, expect; } refused[] = {
+      {R"({"testing": {"collector_delay_ms": 5001}})", "testing.collector_delay_ms: value 5001 out of range"},
+      {R"({"testing": {"collector_delay_ms": 600000}})", "testing.collector_delay_ms: value 600000 out of range"},
+      {R"({"testing": {"collector_delay_ms": -1}})", "testing.collector_delay_ms: value -1 out of range"},
+      {R"({"testing": {"delay": 1}})", "testing.delay: unknown key"},
+      {R"({"testing": 1})", "testing: expected an object"},
+      {R"({"testing": {"collector_delay_in": "nope"}})", "no handshake collector is called \"nope\""},
+  };
+  for (const auto& r : refused) {
+    const auto err = error_of(r.json, with_test_hooks());
+    EXPECT_NE(err.find(r.expect), std::string::npos) << r.json << " -> \"" << err << "\"";
   }
 }
 
@@ -289,8 +318,6 @@ TEST(Config, EveryErrorPathNamesTheFileAndTheKey) {
       {R"({"compression": {"threads": 65}})", "compression.threads", "value 65 out of range"},
       {R"({"compression": {"level": 0}})", "compression.level", "value 0 out of range"},
       {R"({"close_files_bit": 4611686018427387905})", "close_files_bit", "out of range"},
-      {R"({"testing": 1})", "testing", "expected an object"},
-      {R"({"testing": {"collector_delay_ms": -1}})", "testing.collector_delay_ms", "value -1 out of range"},
       {R"({"retention": {"max_uze": 1}})", "retention.max_uze", "unknown key"},
       {R"({"retention": {"max_use_per_rule": {"web": "lots"}}})", "retention.max_use_per_rule.web", "invalid size"},
       {R"({"defaults": 5})", "defaults", "expected an object"},
