@@ -20,7 +20,6 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <thread>
 
 #include "tests/e2e/real_kernel_fixture.h"
 
@@ -355,11 +354,21 @@ TEST_F(RealKernel, CoreStreamCutBySigkillIsRecordedTruncatedWithTheCause) {
     const auto deadline = std::chrono::steady_clock::now() + 60s;
     while (written_by(pid) < (64u << 20) && std::chrono::steady_clock::now() < deadline) ::usleep(200);
     ASSERT_EQ(::kill(daemon_->pid(), SIGSTOP), 0);
-    // Held if the writes stop short of the memory: the kernel is blocked on the socket.
-    std::this_thread::sleep_for(300ms);
-    const std::uint64_t w = written_by(pid);
-    std::this_thread::sleep_for(300ms);
-    held = w > 0 && w == written_by(pid) && w < (kCoreMib << 20);
+    // Held once the writes stop short of the memory (unchanged over 500 ms of polls): the kernel is
+    // blocked on the full socket. A stream that ran to its end before the stop is not held.
+    std::uint64_t last = written_by(pid);
+    auto changed = std::chrono::steady_clock::now();
+    bool ended = false;
+    held = wait_until(
+               [&] {
+                 const std::uint64_t w = written_by(pid);
+                 const auto now = std::chrono::steady_clock::now();
+                 if (w != last) last = w, changed = now;
+                 ended = w == 0 || w >= (kCoreMib << 20);
+                 return ended || now - changed >= 500ms;
+               },
+               30s) &&
+           !ended;
     if (!held) {
       ::kill(daemon_->pid(), SIGCONT);
       wait_for(pid, 60s);
