@@ -193,8 +193,10 @@ TEST_F(RealKernel, ImpostorPeerIsRefusedAndNothingStored) {
   ::close(fd);
   EXPECT_TRUE(wait_until([&] { return daemon_->log().find("not a crashing task") != std::string::npos; }, 5s))
       << daemon_->log();
+  // Nothing of ours (the peer was this process); another process crashing meanwhile on this
+  // machine may be stored, since the core_pattern is global.
   Index index(store_, false);
-  EXPECT_TRUE(index.list().empty());
+  for (const auto& r : index.list()) EXPECT_NE(r.pid, ::getpid()) << "the impostor was stored as " << r.id;
 }
 
 // 6.18 offers exactly the four base bits in a 16-byte request, and we ack nothing newer.
