@@ -20,7 +20,6 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <thread>
 
 #include "tests/e2e/real_kernel_fixture.h"
 
@@ -194,8 +193,10 @@ TEST_F(RealKernel, ImpostorPeerIsRefusedAndNothingStored) {
   ::close(fd);
   EXPECT_TRUE(wait_until([&] { return daemon_->log().find("not a crashing task") != std::string::npos; }, 5s))
       << daemon_->log();
+  // Nothing of ours (the peer was this process); another process crashing meanwhile on this
+  // machine may be stored, since the core_pattern is global.
   Index index(store_, false);
-  EXPECT_TRUE(index.list().empty());
+  for (const auto& r : index.list()) EXPECT_NE(r.pid, ::getpid()) << "the impostor was stored as " << r.id;
 }
 
 // 6.18 offers exactly the four base bits in a 16-byte request, and we ack nothing newer.
@@ -355,11 +356,21 @@ TEST_F(RealKernel, CoreStreamCutBySigkillIsRecordedTruncatedWithTheCause) {
     const auto deadline = std::chrono::steady_clock::now() + 60s;
     while (written_by(pid) < (64u << 20) && std::chrono::steady_clock::now() < deadline) ::usleep(200);
     ASSERT_EQ(::kill(daemon_->pid(), SIGSTOP), 0);
-    // Held if the writes stop short of the memory: the kernel is blocked on the socket.
-    std::this_thread::sleep_for(300ms);
-    const std::uint64_t w = written_by(pid);
-    std::this_thread::sleep_for(300ms);
-    held = w > 0 && w == written_by(pid) && w < (kCoreMib << 20);
+    // Held once the writes stop short of the memory (unchanged over 500 ms of polls): the kernel is
+    // blocked on the full socket. A stream that ran to its end before the stop is not held.
+    std::uint64_t last = written_by(pid);
+    auto changed = std::chrono::steady_clock::now();
+    bool ended = false;
+    held = wait_until(
+               [&] {
+                 const std::uint64_t w = written_by(pid);
+                 const auto now = std::chrono::steady_clock::now();
+                 if (w != last) last = w, changed = now;
+                 ended = w == 0 || w >= (kCoreMib << 20);
+                 return ended || now - changed >= 500ms;
+               },
+               30s) &&
+           !ended;
     if (!held) {
       ::kill(daemon_->pid(), SIGCONT);
       wait_for(pid, 60s);

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <cerrno>
@@ -49,6 +50,25 @@ void fill_random(std::vector<std::byte>& core, std::size_t from, std::size_t to,
 void fill_text(std::vector<std::byte>& core, std::size_t from, std::size_t to) {
   const std::string text = "pid 42 request handled in 17 ms; session token cache hit; ";
   for (std::size_t i = from; i < to; ++i) core[i] = static_cast<std::byte>(text[i % text.size()] + (i / 65536) % 3);
+}
+
+// The sizes (bytes) of the unnamed files (O_TMPFILE, "<dir>/#<ino> (deleted)", or ".partial-*"
+// where the filesystem lacks it) process `pid` holds open in `dir`, one per file however many
+// descriptors it has: during a dump, its spool and its compressed core. Empty if /proc cannot be read.
+std::vector<std::uint64_t> unnamed_file_sizes(pid_t pid, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::map<ino_t, std::uint64_t> by_inode;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code lec;
+    const std::string target = fs::read_symlink(e.path(), lec).string();
+    if (lec || (target.rfind(dir + "/#", 0) != 0 && target.rfind(dir + "/.partial-", 0) != 0)) continue;
+    struct stat sb {};
+    if (::stat(e.path().c_str(), &sb) == 0) by_inode[sb.st_ino] = static_cast<std::uint64_t>(sb.st_size);
+  }
+  std::vector<std::uint64_t> sizes;
+  for (const auto& [ino, size] : by_inode) sizes.push_back(size);
+  return sizes;
 }
 
 class FakeKernelDaemon : public ::testing::Test {
@@ -646,20 +666,45 @@ TEST_F(FakeKernelDaemon, SpoolThroughThePageCacheStoresTheSameCores) {
   EXPECT_EQ(verify_problems(), "");
 }
 
-// compress_while_streaming: with it, a compressible core that stalls mid-stream is compressed up to
-// there before its end (the compressor follows the spool); without it, nothing is compressed until
-// the stream has ended. Either way the stored core is exact.
+// compress_while_streaming: with it, a compressible core is compressed while it still streams in
+// (the compressor follows the spool); without it, nothing is compressed until the stream has ended.
+// The stream is held at 48 MiB until the daemon's compressed file shows output, polled with a 60 s
+// bound: the compressor is SCHED_IDLE while the core streams, so on a busy machine it runs late, and
+// a fixed stall only hoped it would run in time. Without the option the file must stay empty for the
+// hold (a few seconds, then the stream goes on). Either way the stored core is exact.
 TEST_F(FakeKernelDaemon, CompressWhileStreamingDecidesWhenCompressionStarts) {
-  std::vector<std::byte> core(40 * kMebi);
-  fill_text(core, 0, core.size());
+  // 64 KiB of text, then 64 KiB of random bytes, over and over: zstd halves it, so the compressed
+  // file fills whole 1 MiB blocks (and grows on the disk) long before the stream ends, and the
+  // drain's samples (the head of a 1 MiB block) fall on text: the core is judged compressible.
+  constexpr std::size_t kPiece = 64 * 1024;
+  std::vector<std::byte> core(64 * kMebi);
+  for (std::size_t at = 0; at < core.size(); at += 2 * kPiece) {
+    fill_text(core, at, at + kPiece);
+    fill_random(core, at + kPiece, at + 2 * kPiece, at);
+  }
   for (const bool beside : {true, false}) {
     SCOPED_TRACE(beside ? "compress_while_streaming" : "after the stream");
-    start(beside ? R"({"compress_while_streaming": true})" : R"({"compress_while_streaming": false})");
+    // stream_idle_timeout_ms: the hold below must not count as a stalled stream.
+    start(std::string(R"({"stream_idle_timeout_ms": 600000, "compress_while_streaming": )") + (beside ? "true}" : "false}"));
+    std::uint64_t compressed_out = 0;  // size of the compressed file while the stream was held
+    bool seen = false;
     auto o = options();
     o.core = fk::CoreSource::from_buffer(core);
-    o.hook_stream_offset = 24 * kMebi;
-    // 4 s: an ASan build on a loaded 2-CPU machine needs more than 1.5 s to start and compress 8 MiB.
-    o.stalls = {fk::Stall{fk::Point::StreamOffset, std::chrono::milliseconds(4000)}};
+    // Held at 48 MiB: the compressor waits for the drain's verdict, two samples (taken as the
+    // spool reaches 16 and 32 MiB), and looks at it again after each 8 MiB spooled, so it may
+    // need 40 MiB in the spool before it starts.
+    o.hook_stream_offset = 48 * kMebi;
+    o.hook = [&](fk::Point point, int) {
+      if (point != fk::Point::StreamOffset) return;
+      const auto core_file_size = [&] {
+        const auto sizes = unnamed_file_sizes(daemon_->pid(), store_);
+        // The smaller of the two is the compressed core: the spool holds more than it was given.
+        compressed_out = sizes.size() >= 2 ? *std::min_element(sizes.begin(), sizes.end()) : 0;
+        return compressed_out;
+      };
+      seen = wait_until([&] { return core_file_size() >= kMebi; }, beside ? 60s : 3s);
+    };
+    o.timeout = std::chrono::milliseconds(180'000);  // the hold counts against the session's deadline
     const auto res = fk::run(o);
     ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
     const auto r = only_record();
@@ -667,10 +712,17 @@ TEST_F(FakeKernelDaemon, CompressWhileStreamingDecidesWhenCompressionStarts) {
     EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
     EXPECT_EQ(r->compression, "zstd");
     const auto early = r->extra.value("compressed_while_streaming", std::uint64_t{0});
-    if (beside)
-      EXPECT_GE(early, 8 * kMebi) << "4 s of stall with 24 MiB in the spool";
-    else
+    if (beside) {
+      EXPECT_TRUE(seen) << "no compressed output within 60 s while the stream was held at 48 MiB";
+      // Output was on the disk before the stream went on, so at least as many input bytes were
+      // compressed before the compressor saw the stream end.
+      EXPECT_GE(early, compressed_out);
+      EXPECT_GT(early, 0u);
+    } else {
+      EXPECT_FALSE(seen) << compressed_out << " bytes compressed while the stream was held";
+      EXPECT_EQ(compressed_out, 0u);
       EXPECT_EQ(early, 0u);
+    }
     EXPECT_TRUE(stored_core(*r) == core);
   }
 }

@@ -1,10 +1,13 @@
 """(c) The sd_notify protocol as PID 1 would see it, from a datagram socket we own.
 
 Usage: notify_check.py COREDUMPD CONFIG TMPDIR. Runs coredumpd twice with NOTIFY_SOCKET set:
-  1. WATCHDOG_USEC=200000, WATCHDOG_PID=<its own pid>: READY=1 and STATUS= arrive, then WATCHDOG=1
+  1. WATCHDOG_USEC=4 s, WATCHDOG_PID=<its own pid>: READY=1 and STATUS= arrive, then WATCHDOG=1
      keeps arriving with gaps under WATCHDOG_USEC (else systemd would kill it), and SIGTERM yields
      STOPPING=1 and exit status 0. Every message must come from the daemon's PID (NotifyAccess=main).
+     The daemon pings every WATCHDOG_USEC/2 (2 s), so a gap must grow by 2 s of scheduling delay
+     (ours or the daemon's, e.g. under ASan on a loaded machine) before this fails.
   2. WATCHDOG_PID=1 (another process): READY=1 but no WATCHDOG=1 (sd_watchdog_enabled says no).
+     A short WATCHDOG_USEC there: a wrong ping would come soon, and a late one cannot fail the test.
 The shipped config file is used, so a config that fails to parse fails here too.
 """
 import os
@@ -16,10 +19,16 @@ import sys
 import time
 
 COREDUMPD, CONFIG, TMP = sys.argv[1:4]
-WATCHDOG_USEC = 200_000
-# The contract is a ping within WATCHDOG_USEC; we measure arrival times here, so allow our own
-# scheduling jitter on top.
-MAX_GAP = WATCHDOG_USEC / 1e6 * 1.5
+WATCHDOG_USEC = 4_000_000
+# The contract: a ping within WATCHDOG_USEC. We measure arrival times here, so a gap includes our
+# own scheduling delay; the daemon's interval (WATCHDOG_USEC/2) leaves half of it for that.
+MAX_GAP = WATCHDOG_USEC / 1e6
+# Pings to see in phase 1 (each gap checked), and the bound on waiting for them, far beyond
+# PINGS * WATCHDOG_USEC/2 = 8 s.
+PINGS = 4
+PINGS_BOUND = 60
+# Phase 2: WATCHDOG_USEC for a daemon that must not ping, and how long we listen (10 intervals).
+OTHER_WATCHDOG_USEC = 200_000
 
 
 def fail(msg):
@@ -52,10 +61,10 @@ class Listener:
         return time.monotonic(), pid, fields
 
 
-def start(tag, listener_path, watchdog_pid_expr):
+def start(tag, listener_path, watchdog_pid_expr, watchdog_usec):
     env = {k: v for k, v in os.environ.items()
            if k not in ("LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "JOURNAL_STREAM", "WATCHDOG_PID")}
-    env.update(NOTIFY_SOCKET=listener_path, WATCHDOG_USEC=str(WATCHDOG_USEC))
+    env.update(NOTIFY_SOCKET=listener_path, WATCHDOG_USEC=str(watchdog_usec))
     log = open(os.path.join(TMP, f"{tag}.log"), "w")
     # sh sets WATCHDOG_PID and execs, so the daemon keeps the shell's PID ($$).
     cmd = ["sh", "-c", f'WATCHDOG_PID={watchdog_pid_expr} exec "$@"', "sh", COREDUMPD,
@@ -92,7 +101,7 @@ def stop(proc, listener):
 def run(procs):
     # Phase 1: watchdog for us.
     l1 = Listener(os.path.join(TMP, "notify1.sock"))
-    p = start("watchdog", os.path.join(TMP, "notify1.sock"), "$$")
+    p = start("watchdog", os.path.join(TMP, "notify1.sock"), "$$", WATCHDOG_USEC)
     procs.append(p)
     ready = wait_for(l1, p, "READY", 30, "1")
     if ready is None:
@@ -101,29 +110,31 @@ def run(procs):
         fail(f"READY=1 without STATUS=: {ready[2]}")
     print(f"ok: READY=1 from PID {p.pid}, STATUS={ready[2]['STATUS']!r}")
 
+    # Wait for PINGS pings (not for a fixed time): each gap, READY=1 to the first included, must stay
+    # under WATCHDOG_USEC.
     pings, last = 0, ready[0]
-    max_gap, deadline = 0.0, time.monotonic() + 1.5
-    while (m := l1.recv(deadline)) is not None:
+    max_gap, deadline = 0.0, time.monotonic() + PINGS_BOUND
+    while pings < PINGS and (m := l1.recv(deadline)) is not None:
         t, pid, fields = m
         if pid != p.pid:
             fail(f"notification from PID {pid}, not the daemon's {p.pid}: {fields}")
         if fields.get("WATCHDOG") == "1":
             max_gap, last, pings = max(max_gap, t - last), t, pings + 1
-    if pings < 5:
-        fail(f"only {pings} WATCHDOG=1 in 1.5 s with WATCHDOG_USEC={WATCHDOG_USEC}")
+    if pings < PINGS:
+        fail(f"only {pings} WATCHDOG=1 in {PINGS_BOUND} s with WATCHDOG_USEC={WATCHDOG_USEC}")
     if max_gap > MAX_GAP:
         fail(f"{max_gap * 1000:.0f} ms between WATCHDOG=1 pings; WATCHDOG_USEC is {WATCHDOG_USEC // 1000} ms")
-    print(f"ok: {pings} WATCHDOG=1 in 1.5 s, largest gap {max_gap * 1000:.0f} ms")
+    print(f"ok: {pings} WATCHDOG=1, largest gap {max_gap * 1000:.0f} ms (WATCHDOG_USEC {WATCHDOG_USEC // 1000} ms)")
     stop(p, l1)
     print("ok: SIGTERM -> STOPPING=1, exit status 0")
 
     # Phase 2: WATCHDOG_PID names another process, so the watchdog is not ours to feed.
     l2 = Listener(os.path.join(TMP, "notify2.sock"))
-    p = start("other-pid", os.path.join(TMP, "notify2.sock"), "1")
+    p = start("other-pid", os.path.join(TMP, "notify2.sock"), "1", OTHER_WATCHDOG_USEC)
     procs.append(p)
     if wait_for(l2, p, "READY", 30, "1") is None:
         fail("no READY=1 within 30 s (WATCHDOG_PID=1)")
-    if wait_for(l2, p, "WATCHDOG", 1.0) is not None:
+    if wait_for(l2, p, "WATCHDOG", OTHER_WATCHDOG_USEC / 1e6 * 5) is not None:
         fail("WATCHDOG=1 sent although WATCHDOG_PID is another process")
     print("ok: no WATCHDOG=1 when WATCHDOG_PID is another process")
     stop(p, l2)
