@@ -23,6 +23,7 @@
 
 #include "store/index.h"
 #include "store/record_extras.h"
+#include "tests/fake_kernel/expect_released.h"
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/support/test_support.h"
 
@@ -97,7 +98,7 @@ class FakeKernelDaemon : public ::testing::Test {
     auto o = options();
     o.core = fk::CoreSource::from_buffer(core);
     const auto res = fk::run(o);
-    EXPECT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+    EXPECT_TRUE(fk::task_released(res));
     auto r = only_record();
     if (r) {
       EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
@@ -172,7 +173,7 @@ class FakeKernelDaemon : public ::testing::Test {
     std::atomic<int> dumped{0};
     for (int i = 0; i < n; ++i)
       threads.emplace_back([&] {
-        if (fk::run(options()).outcome == fk::Outcome::Dumped) ++dumped;
+        if (fk::task_released(fk::run(options()))) ++dumped;
       });
     for (auto& t : threads) t.join();
     EXPECT_EQ(dumped, n);
@@ -192,7 +193,7 @@ class FakeKernelDaemon : public ::testing::Test {
 TEST_F(FakeKernelDaemon, Ver0KernelWaitStoresTheExactCore) {
   auto o = options();
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   ASSERT_TRUE(res.ack);
   EXPECT_EQ(res.ack->mask, cp::COREDUMP_KERNEL | cp::COREDUMP_WAIT);
   EXPECT_EQ(res.ack->size, 16u);
@@ -217,7 +218,7 @@ TEST_F(FakeKernelDaemon, LongerRequestOfANewerKernelIsReadAndItsTailDiscarded) {
   o.size_ack = 40;
   o.mask = fk::MASK_NEXT;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_EQ(res.ack->size, 24u);  // min(sizeof our ack, size_ack)
   const auto r = only_record();
   ASSERT_TRUE(r);
@@ -281,7 +282,7 @@ TEST_F(FakeKernelDaemon, CloseFilesIsRequestedAndFdsAreCapturedBeforeTheAck) {
     if (p == fk::Point::StreamDone) closed_before_stream = lock_fd == -1;
   };
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_TRUE(res.close_files_acked);
   EXPECT_TRUE(res.ack->mask & kCloseFiles);
   EXPECT_TRUE(res.close_files_called);
@@ -311,7 +312,7 @@ TEST_F(FakeKernelDaemon, CloseFilesNotOfferedIsNeverSent) {
   o.request_size = 32;
   o.size_ack = 24;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_FALSE(res.ack->mask & kCloseFiles);
   EXPECT_FALSE(res.close_files_called);
   const auto r = only_record();
@@ -324,7 +325,7 @@ TEST_F(FakeKernelDaemon, CloseFilesDeclinedByPolicy) {
   auto o = options();
   o.mask = cp::COREDUMP_MASK_VER0 | kCloseFiles;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_FALSE(res.ack->mask & kCloseFiles);
   const auto r = only_record();
   ASSERT_TRUE(r);
@@ -337,7 +338,7 @@ TEST_F(FakeKernelDaemon, ConfiguredCloseFilesBitIsUsed) {
   o.mask = cp::COREDUMP_MASK_VER0 | 4096;
   o.close_files_bit = 4096;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_TRUE(res.close_files_acked);
 }
 
@@ -362,7 +363,7 @@ TEST_F(FakeKernelDaemon, RejectByPolicyStoresNothingAndReadsNoBytes) {
 TEST_F(FakeKernelDaemon, MetadataOnlyUsesUserspaceMode) {
   start(R"({"defaults": {"action": "metadata-only"}})");
   const auto res = fk::run(options());
-  EXPECT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_TRUE(fk::task_released(res));
   EXPECT_EQ(*res.mode, cp::Mode::Userspace);
   EXPECT_EQ(res.bytes_streamed, 0u);
   EXPECT_TRUE(res.wcoredump);
@@ -379,7 +380,7 @@ TEST_F(FakeKernelDaemon, SparseRecordsReassembleToThePlainCore) {
   o.request_size = 32;
   o.size_ack = 24;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_TRUE(res.records_acked);
   EXPECT_TRUE(res.sparse_acked);
   EXPECT_LT(res.bytes_streamed, o.core.size()) << "zero pages were sent as ZERO records";
@@ -397,7 +398,7 @@ TEST_F(FakeKernelDaemon, RecordsWithoutSparse) {
   o.request_size = 32;
   o.size_ack = 24;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_TRUE(res.records_acked);
   EXPECT_FALSE(res.sparse_acked);
   EXPECT_GT(res.bytes_streamed, o.core.size());
@@ -435,7 +436,7 @@ TEST_F(FakeKernelDaemon, MalformedRecordsFailWithAReasonAndNoFile) {
     o.request_size = 32;
     o.size_ack = 24;
     o.records.faults.push_back(c.fault);
-    fk::run(o);
+    EXPECT_NE(fk::run(o).outcome, fk::Outcome::NotReleased) << c.expect << ": a failed dump still releases the task";
     const auto r = only_record();
     ASSERT_TRUE(r) << c.expect;
     EXPECT_EQ(r->state, DumpState::Failed) << c.expect;
@@ -455,7 +456,7 @@ TEST_F(FakeKernelDaemon, MemoryTypesSentOnlyWhenTheAckHasRoom) {
   o.size_ack = 24;
   o.memory_types_mask = 0x3F;  // this kernel knows no DAX types
   auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_TRUE(res.memory_types_acked);
   EXPECT_EQ(res.ack->memory_types, 0x11u) << "restricted to the kernel's memory_types_mask";
   EXPECT_EQ(res.effective_memory_types, 0x11u);
@@ -466,7 +467,7 @@ TEST_F(FakeKernelDaemon, MemoryTypesSentOnlyWhenTheAckHasRoom) {
   o.request_size = 32;
   o.size_ack = 16;  // no room for the memory_types field
   res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_FALSE(res.memory_types_acked);
   EXPECT_EQ(res.ack->size, 16u);
   EXPECT_EQ(res.effective_memory_types, fk::DEFAULT_COREDUMP_FILTER);
@@ -494,7 +495,7 @@ TEST_F(FakeKernelDaemon, EveryRefusalMarkerIsRecordedAsFailed) {
 TEST_F(FakeKernelDaemon, HandshakeDeadlineHoldsWhenACollectorBlocks) {
   start(R"({"handshake_timeout_ms": 2000, "testing": {"collector_delay_ms": 5000}})");
   const auto res = fk::run(options());
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   ASSERT_TRUE(res.timeline.request_sent && res.timeline.ack_read);
   const auto frozen_us = *res.timeline.ack_read - *res.timeline.request_sent;
   EXPECT_LT(frozen_us, 2'500'000) << "the ack came after " << frozen_us << " us";
@@ -589,7 +590,7 @@ TEST_F(FakeKernelDaemon, ConcurrentCrashesAreAllStored) {
   std::atomic<int> dumped{0};
   for (int i = 0; i < 12; ++i)
     threads.emplace_back([&] {
-      if (fk::run(options(512 * 1024)).outcome == fk::Outcome::Dumped) ++dumped;
+      if (fk::task_released(fk::run(options(512 * 1024)))) ++dumped;
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(dumped, 12);
@@ -612,7 +613,7 @@ TEST_F(FakeKernelDaemon, CoreWithALongZeroRunIsStoredExactly) {
   auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
 
   const auto r = only_record();
   ASSERT_TRUE(r);
@@ -656,7 +657,7 @@ TEST_F(FakeKernelDaemon, CompressWhileStreamingDecidesWhenCompressionStarts) {
     // 4 s: an ASan build on a loaded 2-CPU machine needs more than 1.5 s to start and compress 8 MiB.
     o.stalls = {fk::Stall{fk::Point::StreamOffset, std::chrono::milliseconds(4000)}};
     const auto res = fk::run(o);
-    ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+    ASSERT_TRUE(fk::task_released(res));
     const auto r = only_record();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
@@ -684,7 +685,7 @@ TEST_F(FakeKernelDaemon, IncompressibleCoreIsStoredUncompressed) {
   auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
   auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   auto r = only_record();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
@@ -702,7 +703,7 @@ TEST_F(FakeKernelDaemon, IncompressibleCoreIsStoredUncompressed) {
   for (std::size_t i = 0; i < core.size(); ++i) core[i] = static_cast<std::byte>(text[i % text.size()] + (i / 65536) % 3);
   o.core = fk::CoreSource::from_buffer(core);
   res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   std::vector<DumpRecord> all;
   ASSERT_TRUE(wait_until(
       [&] {
@@ -729,7 +730,7 @@ TEST_F(FakeKernelDaemon, RuleSizeLimitTruncatesAndRulePicksWaitAndEnviron) {
                         "over_size": "truncate", "post_dump": [], "capture_environ": true}]})");
   auto o = options(256 * 1024);
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   ASSERT_TRUE(res.ack);
   EXPECT_FALSE(res.ack->mask & cp::COREDUMP_WAIT) << "post_dump [] in the rule: no WAIT";
   EXPECT_EQ(res.bytes_streamed, o.core.size()) << "the kernel's stream is drained whole";
@@ -750,7 +751,7 @@ TEST_F(FakeKernelDaemon, RuleSizeLimitTruncatesAndRulePicksWaitAndEnviron) {
   start(R"({"rules": [{"name": "other", "match": {"comm": "not-)" + comm + R"("}, "max_core_bytes": 65536,
                         "post_dump": [], "capture_environ": true}]})");
   const auto res2 = fk::run(options(256 * 1024));
-  ASSERT_EQ(res2.outcome, fk::Outcome::Dumped) << res2.error;
+  ASSERT_TRUE(fk::task_released(res2));
   EXPECT_TRUE(res2.ack->mask & cp::COREDUMP_WAIT);
   const auto r2 = only_record();
   ASSERT_TRUE(r2);
@@ -791,7 +792,7 @@ TEST_F(FakeKernelDaemon, CoreChangingCompressibilityMidStreamIsStoredExactly) {
   auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
   auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   auto r = only_record();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
@@ -808,7 +809,7 @@ TEST_F(FakeKernelDaemon, CoreChangingCompressibilityMidStreamIsStoredExactly) {
   o = options();
   o.core = fk::CoreSource::from_buffer(core);
   res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   r = only_record();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
@@ -827,7 +828,7 @@ TEST_F(FakeKernelDaemon, IncompressibleCoreCutAtMaxCoreBytesIsKeptRawAsTheExactP
   auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_EQ(res.bytes_streamed, core.size()) << "the kernel's stream is drained whole";
   const auto r = only_record();
   ASSERT_TRUE(r);
@@ -858,7 +859,7 @@ TEST_F(FakeKernelDaemon, BytesPastMaxCoreBytesDoNotDecideTheFormat) {
   auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   const auto r = only_record();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, DumpState::Truncated) << r->reason;
@@ -926,7 +927,7 @@ TEST_F(FakeKernelDaemon, RawCoreWithZeroRunsAndATrailingHoleIsExact) {
   fill_random(core, 61 * kMebi, 70 * kMebi, 73);
   auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(fk::run(o)));
   const auto r = only_record();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
@@ -955,7 +956,7 @@ TEST_F(FakeKernelDaemon, ConcurrentRawAndCompressedDumpsEachGetTheirFormat) {
       auto o = options();
       o.core = fk::CoreSource::from_buffer(i % 2 == 0 ? random : text);
       o.timeout = std::chrono::milliseconds(60'000);
-      if (fk::run(o).outcome == fk::Outcome::Dumped) ++dumped;
+      if (fk::task_released(fk::run(o))) ++dumped;
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(dumped, 6);
@@ -990,7 +991,7 @@ TEST_F(FakeKernelDaemon, MaxUseEvictsTheOldestRawCore) {
     fill_random(core, 0, core.size(), 90 + static_cast<std::uint64_t>(i));
     auto o = options();
     o.core = fk::CoreSource::from_buffer(core);
-    ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+    ASSERT_TRUE(fk::task_released(fk::run(o)));
     const auto all = settled_records(static_cast<std::size_t>(i) + 1);
     ASSERT_EQ(all.size(), static_cast<std::size_t>(i) + 1);
     for (const auto& r : all)
@@ -1061,7 +1062,7 @@ TEST_F(FakeKernelDaemon, RawCoreFillingTheStoreToTheLastPageLeavesAConsistentSto
   };
   const auto res = fk::run(o);
   ASSERT_TRUE(filled) << "could not leave exactly the rest of the core free";
-  EXPECT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_TRUE(fk::task_released(res));
   EXPECT_EQ(res.wait_end, fk::WaitEnd::Eof) << "the task was released";
   std::vector<DumpRecord> all;
   const bool settled = wait_until(
