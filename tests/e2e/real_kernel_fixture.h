@@ -174,16 +174,19 @@ class RealKernel : public ::testing::Test {
       if (!x.contains(key) || !x[key].is_number_integer()) return std::nullopt;
       return x[key].get<std::int64_t>();
     };
+    std::string times = "dump " + rec.id + " (" + std::string(state_name(rec.state)) + "):";
+    for (const char* key : {extras::kStreamUs, extras::kReleasedUs, extras::kCompressedUs, extras::kStoredUs})
+      times += std::string(" ") + key + "=" + (x.contains(key) ? x[key].dump() : "none");
     const auto stream = us(extras::kStreamUs), released = us(extras::kReleasedUs);
-    ASSERT_TRUE(stream && released) << "dump " << rec.id << " has no stream_us/released_us: " << x.dump();
-    EXPECT_GE(*released, *stream) << "released before the core's last byte: " << x.dump();
+    ASSERT_TRUE(stream && released) << "no stream or release time: " << times;
+    EXPECT_GE(*released, *stream) << "released before the core's last byte: " << times;
     if (!x.contains(extras::kRecovered)) {
       const auto stored = us(extras::kStoredUs);
-      EXPECT_TRUE(stored && *released <= *stored) << "released after the record was stored: " << x.dump();
+      EXPECT_TRUE(stored && *released <= *stored) << "released after the record was stored: " << times;
       const bool kept_core = (rec.state == DumpState::Complete || rec.state == DumpState::Truncated) && !rec.path.empty();
       const auto compressed = us(extras::kCompressedUs);
-      EXPECT_TRUE(compressed || !kept_core) << "no compressed_us for a kept core: " << x.dump();
-      EXPECT_LE(*released, compressed.value_or(*released)) << "released after compression ended: " << x.dump();
+      EXPECT_TRUE(compressed || !kept_core) << "no compressed_us for a kept core: " << times;
+      EXPECT_LE(*released, compressed.value_or(*released)) << "released after compression ended: " << times;
     }
     const auto reaped = reaped_at_us(static_cast<pid_t>(rec.pid));
     if (!reaped) return;  // not waited for while it ran (or not our child: a container's crasher)
