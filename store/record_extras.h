@@ -107,6 +107,9 @@ inline constexpr const char* kDrainStartUs = "drain_start_us";
 inline constexpr const char* kStreamUs = "stream_us";
 /// integer µs since the job started: the socket was closed, releasing the task.
 inline constexpr const char* kReleasedUs = "released_us";
+/// integer µs since the job started: the core file was complete (compressed and committed, or the
+/// raw spool persisted; daemon/dump/compress_stage.cc). Absent if no core file was kept.
+inline constexpr const char* kCompressedUs = "compressed_us";
 /// integer µs since the job started: the core and the record were stored.
 inline constexpr const char* kStoredUs = "stored_us";
 /// integer: spool blocks that overflowed the memory arenas into the page cache.

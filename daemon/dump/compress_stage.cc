@@ -19,6 +19,7 @@
 #include "daemon/report/log_limiter.h"
 #include "store/vacuum.h"
 #include "store/record_extras.h"
+#include "util/time.h"
 
 namespace coredumpd {
 
@@ -134,6 +135,8 @@ void compress_stage(const std::shared_ptr<Handoff>& hp) {
       error = e.what();
     }
   }
+  // When the core file was complete: a release must come before it (tests/e2e check this).
+  if (keep && error.empty()) r.extra[extras::kCompressedUs] = us_since(h.started);
   writer.reset();
   h.spool.reset();
   c.error = std::move(error);

@@ -225,6 +225,7 @@ TEST_F(Containers, RulesMatchTheContainerAndBothViewsOfIdsAreRecorded) {
   ASSERT_EQ(dumps.size(), 1u);
   const DumpRecord& r = dumps[0];
   EXPECT_EQ(r.state, DumpState::Complete) << r.reason;
+  expect_released_promptly(r);
   EXPECT_EQ(r.extra.value("rule", "?"), "docker-apps");
   const auto& ct = r.extra["container"];
   EXPECT_EQ(ct.value("runtime", ""), "docker");
@@ -289,6 +290,7 @@ TEST_F(Containers, RuleQuotaRemovesThatContainersOldestCoreOnly) {
   const auto first = dumps_of(*docker_, 1);
   ASSERT_EQ(first.size(), 1u);
   ASSERT_EQ(first[0].state, DumpState::Complete) << first[0].reason;
+  expect_released_promptly(first[0]);
   EXPECT_FALSE(first[0].path.empty()) << "the dump just written is never the victim";
   ASSERT_EQ(crash_in(*docker_).size(), 1u);
   const auto both = dumps_of(*docker_, 2);
@@ -328,6 +330,7 @@ TEST_F(Containers, RateLimitTurnsOneContainersFloodIntoMetadataOnly) {
     EXPECT_EQ(r.extra["container"]["ns_pid"], runs[static_cast<std::size_t>(i)].child_pid);
     if (i < 2) {
       EXPECT_EQ(r.state, DumpState::Complete) << i << ": " << r.reason;
+      expect_released_promptly(r);
       EXPECT_FALSE(r.path.empty());
       continue;
     }

@@ -217,6 +217,7 @@ TEST_F(NspawnForward, SocketActivatedReceiverGetsTheDumpAndAMissingSocketFallsBa
   const auto host = settled(store_, 1, 0);
   ASSERT_TRUE(host);
   EXPECT_EQ(host->state, DumpState::Forwarded) << host->reason << " " << host->extra.dump();
+  expect_released_promptly(*host);
   EXPECT_EQ(host->comm, "crasher");
   EXPECT_EQ(host->extra["rule"], "nspawn");
   EXPECT_EQ(host->extra["container"]["runtime"], "systemd-nspawn");
@@ -241,6 +242,7 @@ TEST_F(NspawnForward, SocketActivatedReceiverGetsTheDumpAndAMissingSocketFallsBa
   const auto fallback = settled(store_, 2, 1);
   ASSERT_TRUE(fallback);
   EXPECT_EQ(fallback->state, DumpState::Complete) << fallback->reason;
+  expect_released_promptly(*fallback);
   EXPECT_EQ(fallback->extra["forward"]["outcome"], "fallback");
   const std::string why = fallback->extra["forward"].value("error", std::string());
   EXPECT_NE(why.find(std::string(kInnerSocket) + " in the root of pid"), std::string::npos) << why;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "store/index.h"
+#include "store/record_extras.h"
 #include "tests/support/test_support.h"
 
 // Skips the calling test (returns from the calling void function) when the real-kernel tests
@@ -162,7 +164,47 @@ class RealKernel : public ::testing::Test {
       return std::nullopt;
     }
     EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+    expect_released_promptly(*rec);
     return rec;
+  }
+
+  // How long after its core's last byte a crasher may be reaped: generous, far from any normal value
+  // (bench/ measures the real figure); a daemon that keeps tasks frozen past it fails.
+  static constexpr std::chrono::seconds kReleaseBound{30};
+
+  // Expects `rec`'s task to have been released right after its dump, from the daemon's own
+  // timestamps (extras, µs since the dump job started): the release (released_us) after the core's
+  // last byte (stream_us) and no later than the core file was complete (compressed_us, if one was
+  // kept) and stored (stored_us; a core recovered at the next start has no such times); and, if this
+  // test was waiting for the crasher when it exited (reaped_at_us()), that it was reaped within
+  // kReleaseBound of the last byte, whose time (UTC) is at least accept + handshake_us + stream_us.
+  // Records failures; call it for every dump that streamed.
+  void expect_released_promptly(const DumpRecord& rec) {
+    const auto& x = rec.extra;
+    const auto us = [&x](const char* key) -> std::optional<std::int64_t> {
+      if (!x.contains(key) || !x[key].is_number_integer()) return std::nullopt;
+      return x[key].get<std::int64_t>();
+    };
+    std::string times = "dump " + rec.id + " (" + std::string(state_name(rec.state)) + "):";
+    for (const char* key : {extras::kStreamUs, extras::kReleasedUs, extras::kCompressedUs, extras::kStoredUs})
+      times += std::string(" ") + key + "=" + (x.contains(key) ? x[key].dump() : "none");
+    const auto stream = us(extras::kStreamUs), released = us(extras::kReleasedUs);
+    ASSERT_TRUE(stream && released) << "no stream or release time: " << times;
+    EXPECT_GE(*released, *stream) << "released before the core's last byte: " << times;
+    if (!x.contains(extras::kRecovered)) {
+      const auto stored = us(extras::kStoredUs);
+      EXPECT_TRUE(stored && *released <= *stored) << "released after the record was stored: " << times;
+      const bool kept_core = (rec.state == DumpState::Complete || rec.state == DumpState::Truncated) && !rec.path.empty();
+      const auto compressed = us(extras::kCompressedUs);
+      EXPECT_TRUE(compressed || !kept_core) << "no compressed_us for a kept core: " << times;
+      EXPECT_LE(*released, compressed.value_or(*released)) << "released after compression ended: " << times;
+    }
+    const auto reaped = reaped_at_us(static_cast<pid_t>(rec.pid));
+    if (!reaped) return;  // not waited for while it ran (or not our child: a container's crasher)
+    const std::int64_t last_byte_at_least = rec.timestamp_us + x.value(extras::kHandshakeUs, std::int64_t{0}) + *stream;
+    const std::int64_t bound_us = std::chrono::duration_cast<std::chrono::microseconds>(kReleaseBound).count();
+    EXPECT_LE(*reaped - last_byte_at_least, bound_us)
+        << "crasher " << rec.pid << " reaped " << (*reaped - last_byte_at_least) / 1000 << " ms after its core's last byte";
   }
 
   // Gets the core of `rec` back with `dumpctl dump` into a file of the test's directory, expects it

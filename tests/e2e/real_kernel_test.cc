@@ -41,6 +41,7 @@ TEST_F(RealKernel, SegfaultIsStoredWithMetadataAndExactCore) {
   const auto rec = stored_dump_of(pid);
   ASSERT_TRUE(rec) << "no dump indexed for pid " << pid;
   EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  expect_released_promptly(*rec);
   EXPECT_EQ(rec->signal, SIGSEGV);
   EXPECT_EQ(rec->uid, static_cast<std::int64_t>(::getuid()));
   EXPECT_EQ(rec->euid, static_cast<std::int64_t>(::geteuid()));
@@ -158,6 +159,7 @@ TEST_F(RealKernel, AbortFromSecondThreadRecordsCrashingThread) {
   const auto rec = stored_dump_of(pid);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  expect_released_promptly(*rec);
   EXPECT_EQ(rec->signal, SIGABRT);
   ASSERT_TRUE(rec->tid.has_value());
   EXPECT_NE(*rec->tid, pid) << "abort() ran on a second thread";
@@ -206,6 +208,7 @@ TEST_F(RealKernel, KernelOffersMask0xFAndGetsKernelWait) {
   ASSERT_TRUE(st.exited);
   const auto rec = stored_dump_of(pid);
   ASSERT_TRUE(rec);
+  expect_released_promptly(*rec);
   EXPECT_EQ(rec->extra["request"]["mask"], 0xF);
   EXPECT_EQ(rec->extra["request"]["size"], 16);
   EXPECT_EQ(rec->extra["request"]["size_ack"], 16);
@@ -254,6 +257,7 @@ TEST_F(RealKernel, LockHeldByCrasherIsReleasedOnlyAfterTheDump) {
   const auto rec = stored_dump_of(pid);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  expect_released_promptly(*rec);
   EXPECT_GT(rec->core_size, 256u << 20);
   const auto held_ms = std::chrono::duration_cast<std::chrono::milliseconds>(released - crashed).count();
   std::printf("lock held %lld ms after the crash (core %llu bytes, stream %lld us, released %lld us after ack)\n",
@@ -320,6 +324,7 @@ TEST_F(RealKernel, HandshakeDeadlineHoldsWhenACollectorBlocks) {
   const auto rec = stored_dump_of(pid);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  expect_released_promptly(*rec);
   const auto handshake_us = rec->extra.value("handshake_us", std::int64_t{0});
   EXPECT_GE(handshake_us, 1'500'000) << "the blocking collector did run";
   EXPECT_LT(handshake_us, 2'500'000) << "the task stayed frozen past the 2 s deadline";
@@ -387,6 +392,7 @@ TEST_F(RealKernel, CoreStreamCutBySigkillIsRecordedTruncatedWithTheCause) {
   const auto rec = stored_dump_of(pid);
   ASSERT_TRUE(rec) << "no dump indexed for pid " << pid;
   EXPECT_EQ(rec->state, DumpState::Truncated) << rec->reason;
+  expect_released_promptly(*rec);
   const auto expected = rec->extra.value("core_expected_bytes", std::uint64_t{0});
   const auto received = rec->extra.value("core_received_bytes", std::uint64_t{0});
   EXPECT_GT(expected, kCoreMib << 20) << rec->extra.dump();

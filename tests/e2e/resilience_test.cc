@@ -112,6 +112,7 @@ TEST_F(Resilience, FullStoreMidDumpFailsCleanlyAndKeepsServing) {
   EXPECT_EQ(rec->state, DumpState::Failed);
   EXPECT_NE(rec->reason.find("No space left"), std::string::npos) << rec->reason;
   EXPECT_TRUE(rec->path.empty());
+  expect_released_promptly(*rec);  // the drain read the rest and hung up
   for (const auto& name : store_files(store_)) EXPECT_EQ(name.find(".zst"), std::string::npos) << name;
 
   pid_t small = 0;
@@ -191,6 +192,7 @@ TEST_F(Resilience, KillNineMidDumpLeavesNoPartialFileAndMarksTheRow) {
   const auto ok = stored_dump_of(next);
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->state, DumpState::Complete);
+  expect_released_promptly(*ok);
 }
 
 // SIGTERM with a dump in flight: stop accepting, finish the dump, exit cleanly.
@@ -214,6 +216,7 @@ TEST_F(Resilience, SigtermFinishesTheDumpInFlight) {
   const auto rec = stored_dump_of(pid, 1s);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  expect_released_promptly(*rec);
 }
 
 // 50 crashes within about a second: every one is stored or explicitly recorded, none lost.
@@ -259,6 +262,7 @@ TEST_F(Resilience, FiftyCrashesAtOnceAreAllAccountedFor) {
   EXPECT_EQ(all.size(), static_cast<std::size_t>(kCrashers)) << "a crash was lost";
   EXPECT_EQ(stored + recorded, kCrashers);
   EXPECT_EQ(dumped, stored + recorded) << "WCOREDUMP exactly for stored and metadata-only dumps";
+  for (const auto& r : all) if (r.state == DumpState::Complete) expect_released_promptly(r);
   for (pid_t p : pids)
     EXPECT_TRUE(std::any_of(all.begin(), all.end(), [&](const DumpRecord& r) { return r.pid == p; })) << p;
 }
@@ -292,6 +296,7 @@ TEST_F(Resilience, OverloadBecomesMetadataOnlyNotADrop) {
       ++metadata_only;
       EXPECT_NE(r->reason.find("overload"), std::string::npos) << r->reason;
     }
+    if (r->state == DumpState::Complete) expect_released_promptly(*r);
   }
   EXPECT_GT(metadata_only, 0) << "no crash met the full slot";
   EXPECT_NE(daemon_->log().find("overload"), std::string::npos);
@@ -312,6 +317,7 @@ TEST_F(Resilience, HostileNamesAreStoredSafely) {
   const auto rec = stored_dump_of(pid);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  expect_released_promptly(*rec);
   EXPECT_EQ(rec->exe, exe);
   EXPECT_EQ(rec->argv, argv);
   EXPECT_EQ(rec->path, rec->id + ".zst");
@@ -355,6 +361,7 @@ TEST_F(Resilience, SymlinksInTheStoreNeverRedirectWrites) {
   const auto rec = stored_dump_of(pid);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->state, DumpState::Complete);
+  expect_released_promptly(*rec);
   EXPECT_EQ(read_file(victim), "precious");
   EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(store_ + "/" + rec->path)));
 }
@@ -387,6 +394,7 @@ TEST_F(Resilience, QuotaEvictionKeepsTheNewestAndOtherUsers) {
       20s);
   ASSERT_TRUE(by_pid[mine[0]].path.empty()) << "the oldest root dump was not evicted";
   EXPECT_TRUE(settled);
+  for (pid_t p : mine) expect_released_promptly(by_pid[p]);
   EXPECT_LE(root_bytes, 100u * 1024) << "root's cores exceed the quota";
   const auto& newest = by_pid[mine.back()];
   EXPECT_FALSE(newest.path.empty()) << "the newest dump must stay";
@@ -412,6 +420,7 @@ TEST_F(Resilience, ThreeGiBCoreIsStoredWhole) {
   const auto rec = stored_dump_of(pid, 300s);
   ASSERT_TRUE(rec);
   EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+  expect_released_promptly(*rec);
   EXPECT_GT(rec->core_size, 3100ULL << 20);
   const std::string out = *dir_ / "big.core";
   const auto [dst, text] = run_capture({DUMPCTL_BIN, "--store", store_, "dump", rec->id, "-o", out}, 300s);
@@ -442,6 +451,7 @@ TEST_F(Resilience, FullStoreWhileAnIncompressibleCoreIsKeptRawFailsCleanly) {
   EXPECT_EQ(rec->state, DumpState::Failed);
   EXPECT_NE(rec->reason.find("No space left"), std::string::npos) << rec->reason;
   EXPECT_TRUE(rec->path.empty());
+  expect_released_promptly(*rec);  // the drain read the rest and hung up
   EXPECT_GE(rec->extra.value("compressibility_samples", 0), 2) << "the raw verdict was reached before ENOSPC";
   EXPECT_GT(rec->core_size, 96u << 20) << "the stream was drained whole";
   for (const auto& name : store_files(store_)) EXPECT_EQ(name.rfind("index.sqlite", 0), 0u) << "left in the store: " << name;
@@ -491,6 +501,7 @@ TEST_F(Resilience, KillNineWhileAnIncompressibleCoreStreamsLeavesNoCore) {
   const auto ok = stored_dump_of(next);
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->state, DumpState::Complete) << ok->reason;
+  expect_released_promptly(*ok);
   EXPECT_EQ(ok->compression, "none");
   EXPECT_EQ(verify_problems(store_), "");
 }

@@ -68,6 +68,7 @@ class RealKernelRecovery : public RealKernel {
     }
     EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
     EXPECT_TRUE(rec->extra.contains(extras::kRecovered)) << rec->extra.dump();
+    expect_released_promptly(*rec);
     EXPECT_NE(daemon_->log().find("recovered after a restart"), std::string::npos) << daemon_->log();
     EXPECT_TRUE(kept_names(store_).empty());
     const auto [vst, vtext] = run_capture({DUMPCTL_BIN, "--store", store_, "verify", "--deep"});

@@ -43,6 +43,7 @@ class SlowProcRealKernel : public RealKernel {
     auto rec = stored_dump_of(pid);
     if (!rec) return rec;
     EXPECT_EQ(rec->state, DumpState::Complete) << rec->reason;
+    expect_released_promptly(*rec);
     missed = strings_of(rec->extra[extras::kMetadataIncomplete]["missed"]);
     return rec;
   }

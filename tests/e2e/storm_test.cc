@@ -34,6 +34,7 @@ TEST_F(RealKernel, CrashStormOfTinyProcessesAllStoredWithTheirCore) {
       continue;
     }
     EXPECT_EQ(it->state, DumpState::Complete) << p << ": " << it->reason;
+    expect_released_promptly(*it);
     if (it->state == DumpState::Complete && it->core_size > 0) ++with_core;
     waited += it->extra.value("handshake_steps_us", nlohmann::json::object()).contains("budget_wait") ? 1 : 0;
   }

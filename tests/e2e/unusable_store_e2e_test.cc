@@ -111,6 +111,7 @@ TEST_F(UnusableStoreE2E, KeepFreeHoldsWhileARealCoreIsWritten) {
   const auto rec = stored_dump_of(pid, 60s);
   ASSERT_TRUE(rec);
   ASSERT_EQ(rec->state, DumpState::Truncated) << rec->reason;
+  expect_released_promptly(*rec);
   EXPECT_EQ(rec->reason.rfind("keep_free reached: ", 0), 0u) << rec->reason;
   const auto kept = rec->extra.value(extras::kStoredCoreBytes, std::uint64_t{0});
   EXPECT_GT(kept, 0u);

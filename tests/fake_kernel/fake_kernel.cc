@@ -234,7 +234,15 @@ class Session {
     }
     at(Point::ShutdownSent);
     if (r_.wait_acked) wait_for_release();
-    if (r_.outcome != Outcome::StreamAborted) finish(Outcome::Dumped, "");
+    // A wait that only the deadline ended is no release: a real kernel would still hold the task.
+    if (r_.wait_end == WaitEnd::Timeout) {
+      finish(Outcome::NotReleased, "the server never hung up: still parked in WAIT after " +
+                                       std::to_string(r_.parked_us / 1000) + " ms, at the " +
+                                       std::to_string(o_.timeout.count()) + " ms deadline" +
+                                       (r_.error.empty() ? "" : " (" + r_.error + ")"));
+    } else if (r_.outcome != Outcome::StreamAborted) {
+      finish(Outcome::Dumped, "");
+    }
   }
 
   void close_files() {
@@ -436,6 +444,7 @@ std::string_view outcome_name(Outcome outcome) {
     case Outcome::MarkerFailed: return "marker_failed";
     case Outcome::Rejected: return "rejected";
     case Outcome::Dumped: return "dumped";
+    case Outcome::NotReleased: return "not_released";
     case Outcome::StreamAborted: return "stream_aborted";
     case Outcome::Killed: return "killed";
     case Outcome::TimedOut: return "timed_out";

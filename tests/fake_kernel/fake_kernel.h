@@ -168,7 +168,10 @@ enum class Outcome {
   Refused,          ///< a non-zero marker was sent, then close: no dump
   MarkerFailed,     ///< sending the REQACK marker failed: the kernel gives up, no dump
   Rejected,         ///< REQACK for REJECT: closed right after the marker, WAIT ignored
-  Dumped,           ///< REQACK for KERNEL (whole stream sent) or USERSPACE; WAIT handled
+  Dumped,           ///< REQACK for KERNEL (whole stream sent) or USERSPACE; released: WAIT (if acked)
+                    ///< ended because the server hung up (or sent data / errored, which also release)
+  NotReleased,      ///< the dump went out but the server never hung up: the WAIT read hit the deadline
+                    ///< (wait_end Timeout), i.e. a real task would still be frozen
   StreamAborted,    ///< KERNEL stream failed because the server hung up (WCOREDUMP still set)
   Killed,           ///< kill_after_bytes fired: the task was "SIGKILLed" mid-dump
   TimedOut,         ///< the deadline passed before the dump was complete; treated as SIGKILL
@@ -267,7 +270,7 @@ struct Result {
   /// SIGKILL during the dump (kill_after_bytes, or a timeout before the dump completed).
   bool wcoredump = false;
   /// The deadline (Options::timeout) passed somewhere: before the dump completed (outcome
-  /// TimedOut, WCOREDUMP clear), while parked in WAIT (outcome Dumped, wait_end Timeout), or
+  /// TimedOut, WCOREDUMP clear), while parked in WAIT (outcome NotReleased, wait_end Timeout), or
   /// during a stall.
   bool timed_out = false;
 

@@ -79,5 +79,26 @@ TEST(FakeKernelCli, FailedExpectationExitsOne) {
   EXPECT_EQ(status, 1) << out;
 }
 
+// A server that never hangs up after the dump: the JSON says not_released (a frozen task), and
+// --expect-outcome dumped fails.
+TEST(FakeKernelCli, AWaitEndedByTheDeadlineIsNotReleased) {
+  ScriptedServer server([&](ServerConn& c) {
+    c.read_request();
+    c.send(make_ack(16, COREDUMP_KERNEL | protocol::COREDUMP_WAIT));
+    c.read_marker();
+    c.read_to_end();
+    c.wait_peer_closed();  // only the fake's deadline ends the WAIT
+  });
+  const auto [status, out] =
+      run_cli("--socket " + server.path() + " --core-bytes 4096 --timeout-ms 400 --expect-outcome dumped");
+  server.join();
+  EXPECT_EQ(status, 1) << out;
+  const auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["outcome"], "not_released");
+  EXPECT_EQ(j["wait_end"], "timeout");
+  EXPECT_EQ(j["stream_complete"], true);
+}
+
 }  // namespace
 }  // namespace coredumpd::fake_kernel

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/wire.h"
+#include "tests/fake_kernel/expect_released.h"
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/fake_kernel/result_json.h"
 #include "tests/fake_kernel/scripted_server.h"

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "store/index.h"
+#include "tests/fake_kernel/expect_released.h"
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/support/test_support.h"
 
@@ -112,7 +113,7 @@ class DumpctlOnDaemon : public ::testing::Test {
   // One core through the fake kernel; returns its record once Complete.
   std::optional<DumpRecord> dump_one(fk::CoreSource core) {
     const auto res = fk::run(options(std::move(core)));
-    EXPECT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+    EXPECT_TRUE(fk::task_released(res));
     const auto all = settled_records(1);
     if (all.size() != 1) return std::nullopt;
     EXPECT_EQ(all[0].state, DumpState::Complete) << all[0].reason;
@@ -151,7 +152,7 @@ TEST_F(DumpctlOnDaemon, BurstOfCrashesGetsIdsThatListShowsAndInfoResolves) {
   std::atomic<int> dumped{0};
   for (int i = 0; i < kBurst; ++i)
     threads.emplace_back([&] {
-      if (fk::run(options(fk::CoreSource::pattern(64 * 1024, 3, 4096, 7, true))).outcome == fk::Outcome::Dumped) ++dumped;
+      if (fk::task_released(fk::run(options(fk::CoreSource::pattern(64 * 1024, 3, 4096, 7, true))))) ++dumped;
     });
   for (auto& t : threads) t.join();
   ASSERT_EQ(dumped, kBurst);

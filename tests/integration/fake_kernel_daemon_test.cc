@@ -24,6 +24,7 @@
 
 #include "store/index.h"
 #include "store/record_extras.h"
+#include "tests/fake_kernel/expect_released.h"
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/support/test_support.h"
 
@@ -119,7 +120,7 @@ class FakeKernelDaemon : public ::testing::Test {
     auto o = options();
     o.core = fk::CoreSource::from_buffer(core);
     const auto res = fk::run(o);
-    EXPECT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+    EXPECT_TRUE(fk::task_released(res));
     auto r = only_record();
     if (r) {
       EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
@@ -194,7 +195,7 @@ class FakeKernelDaemon : public ::testing::Test {
     std::atomic<int> dumped{0};
     for (int i = 0; i < n; ++i)
       threads.emplace_back([&] {
-        if (fk::run(options()).outcome == fk::Outcome::Dumped) ++dumped;
+        if (fk::task_released(fk::run(options()))) ++dumped;
       });
     for (auto& t : threads) t.join();
     EXPECT_EQ(dumped, n);
@@ -214,7 +215,7 @@ class FakeKernelDaemon : public ::testing::Test {
 TEST_F(FakeKernelDaemon, Ver0KernelWaitStoresTheExactCore) {
   auto o = options();
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   ASSERT_TRUE(res.ack);
   EXPECT_EQ(res.ack->mask, cp::COREDUMP_KERNEL | cp::COREDUMP_WAIT);
   EXPECT_EQ(res.ack->size, 16u);
@@ -239,7 +240,7 @@ TEST_F(FakeKernelDaemon, LongerRequestOfANewerKernelIsReadAndItsTailDiscarded) {
   o.size_ack = 40;
   o.mask = fk::MASK_NEXT;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_EQ(res.ack->size, 24u);  // min(sizeof our ack, size_ack)
   const auto r = only_record();
   ASSERT_TRUE(r);
@@ -303,7 +304,7 @@ TEST_F(FakeKernelDaemon, CloseFilesIsRequestedAndFdsAreCapturedBeforeTheAck) {
     if (p == fk::Point::StreamDone) closed_before_stream = lock_fd == -1;
   };
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_TRUE(res.close_files_acked);
   EXPECT_TRUE(res.ack->mask & kCloseFiles);
   EXPECT_TRUE(res.close_files_called);
@@ -333,7 +334,7 @@ TEST_F(FakeKernelDaemon, CloseFilesNotOfferedIsNeverSent) {
   o.request_size = 32;
   o.size_ack = 24;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_FALSE(res.ack->mask & kCloseFiles);
   EXPECT_FALSE(res.close_files_called);
   const auto r = only_record();
@@ -346,7 +347,7 @@ TEST_F(FakeKernelDaemon, CloseFilesDeclinedByPolicy) {
   auto o = options();
   o.mask = cp::COREDUMP_MASK_VER0 | kCloseFiles;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_FALSE(res.ack->mask & kCloseFiles);
   const auto r = only_record();
   ASSERT_TRUE(r);
@@ -359,7 +360,7 @@ TEST_F(FakeKernelDaemon, ConfiguredCloseFilesBitIsUsed) {
   o.mask = cp::COREDUMP_MASK_VER0 | 4096;
   o.close_files_bit = 4096;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_TRUE(res.close_files_acked);
 }
 
@@ -384,7 +385,7 @@ TEST_F(FakeKernelDaemon, RejectByPolicyStoresNothingAndReadsNoBytes) {
 TEST_F(FakeKernelDaemon, MetadataOnlyUsesUserspaceMode) {
   start(R"({"defaults": {"action": "metadata-only"}})");
   const auto res = fk::run(options());
-  EXPECT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_TRUE(fk::task_released(res));
   EXPECT_EQ(*res.mode, cp::Mode::Userspace);
   EXPECT_EQ(res.bytes_streamed, 0u);
   EXPECT_TRUE(res.wcoredump);
@@ -401,7 +402,7 @@ TEST_F(FakeKernelDaemon, SparseRecordsReassembleToThePlainCore) {
   o.request_size = 32;
   o.size_ack = 24;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_TRUE(res.records_acked);
   EXPECT_TRUE(res.sparse_acked);
   EXPECT_LT(res.bytes_streamed, o.core.size()) << "zero pages were sent as ZERO records";
@@ -419,7 +420,7 @@ TEST_F(FakeKernelDaemon, RecordsWithoutSparse) {
   o.request_size = 32;
   o.size_ack = 24;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_TRUE(res.records_acked);
   EXPECT_FALSE(res.sparse_acked);
   EXPECT_GT(res.bytes_streamed, o.core.size());
@@ -457,7 +458,7 @@ TEST_F(FakeKernelDaemon, MalformedRecordsFailWithAReasonAndNoFile) {
     o.request_size = 32;
     o.size_ack = 24;
     o.records.faults.push_back(c.fault);
-    fk::run(o);
+    EXPECT_NE(fk::run(o).outcome, fk::Outcome::NotReleased) << c.expect << ": a failed dump still releases the task";
     const auto r = only_record();
     ASSERT_TRUE(r) << c.expect;
     EXPECT_EQ(r->state, DumpState::Failed) << c.expect;
@@ -477,7 +478,7 @@ TEST_F(FakeKernelDaemon, MemoryTypesSentOnlyWhenTheAckHasRoom) {
   o.size_ack = 24;
   o.memory_types_mask = 0x3F;  // this kernel knows no DAX types
   auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_TRUE(res.memory_types_acked);
   EXPECT_EQ(res.ack->memory_types, 0x11u) << "restricted to the kernel's memory_types_mask";
   EXPECT_EQ(res.effective_memory_types, 0x11u);
@@ -488,7 +489,7 @@ TEST_F(FakeKernelDaemon, MemoryTypesSentOnlyWhenTheAckHasRoom) {
   o.request_size = 32;
   o.size_ack = 16;  // no room for the memory_types field
   res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_FALSE(res.memory_types_acked);
   EXPECT_EQ(res.ack->size, 16u);
   EXPECT_EQ(res.effective_memory_types, fk::DEFAULT_COREDUMP_FILTER);
@@ -516,7 +517,7 @@ TEST_F(FakeKernelDaemon, EveryRefusalMarkerIsRecordedAsFailed) {
 TEST_F(FakeKernelDaemon, HandshakeDeadlineHoldsWhenACollectorBlocks) {
   start(R"({"handshake_timeout_ms": 2000, "testing": {"collector_delay_ms": 5000}})", {"--enable-test-hooks"});
   const auto res = fk::run(options());
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   ASSERT_TRUE(res.timeline.request_sent && res.timeline.ack_read);
   const auto frozen_us = *res.timeline.ack_read - *res.timeline.request_sent;
   EXPECT_LT(frozen_us, 2'500'000) << "the ack came after " << frozen_us << " us";
@@ -614,7 +615,7 @@ TEST_F(FakeKernelDaemon, ConcurrentCrashesAreAllStored) {
   std::atomic<int> dumped{0};
   for (int i = 0; i < 12; ++i)
     threads.emplace_back([&] {
-      if (fk::run(options(512 * 1024)).outcome == fk::Outcome::Dumped) ++dumped;
+      if (fk::task_released(fk::run(options(512 * 1024)))) ++dumped;
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(dumped, 12);
@@ -637,7 +638,7 @@ TEST_F(FakeKernelDaemon, CoreWithALongZeroRunIsStoredExactly) {
   auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
 
   const auto r = only_record();
   ASSERT_TRUE(r);
@@ -706,7 +707,7 @@ TEST_F(FakeKernelDaemon, CompressWhileStreamingDecidesWhenCompressionStarts) {
     };
     o.timeout = std::chrono::milliseconds(180'000);  // the hold counts against the session's deadline
     const auto res = fk::run(o);
-    ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+    ASSERT_TRUE(fk::task_released(res));
     const auto r = only_record();
     ASSERT_TRUE(r);
     EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
@@ -741,7 +742,7 @@ TEST_F(FakeKernelDaemon, IncompressibleCoreIsStoredUncompressed) {
   auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
   auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   auto r = only_record();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
@@ -759,7 +760,7 @@ TEST_F(FakeKernelDaemon, IncompressibleCoreIsStoredUncompressed) {
   for (std::size_t i = 0; i < core.size(); ++i) core[i] = static_cast<std::byte>(text[i % text.size()] + (i / 65536) % 3);
   o.core = fk::CoreSource::from_buffer(core);
   res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   std::vector<DumpRecord> all;
   ASSERT_TRUE(wait_until(
       [&] {
@@ -786,7 +787,7 @@ TEST_F(FakeKernelDaemon, RuleSizeLimitTruncatesAndRulePicksWaitAndEnviron) {
                         "over_size": "truncate", "post_dump": [], "capture_environ": true}]})");
   auto o = options(256 * 1024);
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   ASSERT_TRUE(res.ack);
   EXPECT_FALSE(res.ack->mask & cp::COREDUMP_WAIT) << "post_dump [] in the rule: no WAIT";
   EXPECT_EQ(res.bytes_streamed, o.core.size()) << "the kernel's stream is drained whole";
@@ -807,7 +808,7 @@ TEST_F(FakeKernelDaemon, RuleSizeLimitTruncatesAndRulePicksWaitAndEnviron) {
   start(R"({"rules": [{"name": "other", "match": {"comm": "not-)" + comm + R"("}, "max_core_bytes": 65536,
                         "post_dump": [], "capture_environ": true}]})");
   const auto res2 = fk::run(options(256 * 1024));
-  ASSERT_EQ(res2.outcome, fk::Outcome::Dumped) << res2.error;
+  ASSERT_TRUE(fk::task_released(res2));
   EXPECT_TRUE(res2.ack->mask & cp::COREDUMP_WAIT);
   const auto r2 = only_record();
   ASSERT_TRUE(r2);
@@ -848,7 +849,7 @@ TEST_F(FakeKernelDaemon, CoreChangingCompressibilityMidStreamIsStoredExactly) {
   auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
   auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   auto r = only_record();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
@@ -865,7 +866,7 @@ TEST_F(FakeKernelDaemon, CoreChangingCompressibilityMidStreamIsStoredExactly) {
   o = options();
   o.core = fk::CoreSource::from_buffer(core);
   res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   r = only_record();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
@@ -884,7 +885,7 @@ TEST_F(FakeKernelDaemon, IncompressibleCoreCutAtMaxCoreBytesIsKeptRawAsTheExactP
   auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_EQ(res.bytes_streamed, core.size()) << "the kernel's stream is drained whole";
   const auto r = only_record();
   ASSERT_TRUE(r);
@@ -915,7 +916,7 @@ TEST_F(FakeKernelDaemon, BytesPastMaxCoreBytesDoNotDecideTheFormat) {
   auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   const auto r = only_record();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, DumpState::Truncated) << r->reason;
@@ -983,7 +984,7 @@ TEST_F(FakeKernelDaemon, RawCoreWithZeroRunsAndATrailingHoleIsExact) {
   fill_random(core, 61 * kMebi, 70 * kMebi, 73);
   auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(fk::run(o)));
   const auto r = only_record();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
@@ -1012,7 +1013,7 @@ TEST_F(FakeKernelDaemon, ConcurrentRawAndCompressedDumpsEachGetTheirFormat) {
       auto o = options();
       o.core = fk::CoreSource::from_buffer(i % 2 == 0 ? random : text);
       o.timeout = std::chrono::milliseconds(60'000);
-      if (fk::run(o).outcome == fk::Outcome::Dumped) ++dumped;
+      if (fk::task_released(fk::run(o))) ++dumped;
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(dumped, 6);
@@ -1047,7 +1048,7 @@ TEST_F(FakeKernelDaemon, MaxUseEvictsTheOldestRawCore) {
     fill_random(core, 0, core.size(), 90 + static_cast<std::uint64_t>(i));
     auto o = options();
     o.core = fk::CoreSource::from_buffer(core);
-    ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+    ASSERT_TRUE(fk::task_released(fk::run(o)));
     const auto all = settled_records(static_cast<std::size_t>(i) + 1);
     ASSERT_EQ(all.size(), static_cast<std::size_t>(i) + 1);
     for (const auto& r : all)
@@ -1118,7 +1119,7 @@ TEST_F(FakeKernelDaemon, RawCoreFillingTheStoreToTheLastPageLeavesAConsistentSto
   };
   const auto res = fk::run(o);
   ASSERT_TRUE(filled) << "could not leave exactly the rest of the core free";
-  EXPECT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  EXPECT_TRUE(fk::task_released(res));
   EXPECT_EQ(res.wait_end, fk::WaitEnd::Eof) << "the task was released";
   std::vector<DumpRecord> all;
   const bool settled = wait_until(

@@ -19,6 +19,7 @@
 #include <memory>
 
 #include "store/index.h"
+#include "tests/fake_kernel/expect_released.h"
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/fake_kernel/scripted_server.h"
 #include "tests/support/test_support.h"
@@ -146,7 +147,7 @@ TEST_F(Forward, ReceiverStoresTheExactCoreAndTheHostKeepsAForwardedRecord) {
   start_host(inner_socket());
   auto o = options();
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_EQ(res.ack->mask, cp::COREDUMP_KERNEL) << "the receiver's choice (no WAIT for a forwarded crash)";
   EXPECT_FALSE(res.server_sent_data);
 
@@ -181,7 +182,7 @@ TEST_F(Forward, RecordStreamIsRelayedVerbatim) {
   o.request_size = 32;
   o.size_ack = 24;
   const auto res = fk::run(o);
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_TRUE(res.records_acked);
   EXPECT_TRUE(res.sparse_acked);
   const auto inner = receiver_.only_record();
@@ -198,7 +199,7 @@ TEST_F(Forward, RecordStreamIsRelayedVerbatim) {
 TEST_F(Forward, MissingReceiverSocketFallsBackToTheHostStore) {
   start_host(inner_socket());
   auto o = options();
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(fk::run(o)));
   expect_fallback(o, "No such file or directory");
 }
 
@@ -206,7 +207,7 @@ TEST_F(Forward, ReceiverWithoutAcceptForwardedRefusesTheForwarder) {
   start_receiver(inner_socket(), "{}");
   start_host(inner_socket());
   auto o = options();
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(fk::run(o)));
   expect_fallback(o, "");  // the hang-up lands on the request or the ack read, whichever comes first
   EXPECT_TRUE(wait_until([&] { return receiver_.daemon->log().find("not a crashing task") != std::string::npos; }, 5s));
   EXPECT_TRUE(receiver_.records().empty());
@@ -216,7 +217,7 @@ TEST_F(Forward, ReceiverThatRejectsMakesTheHostStoreIt) {
   start_receiver(inner_socket(), R"({"accept_forwarded": true, "defaults": {"action": "reject"}})");
   start_host(inner_socket());
   auto o = options();
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(fk::run(o)));
   expect_fallback(o, "REJECT");
   const auto inner = receiver_.only_record();
   ASSERT_TRUE(inner);
@@ -234,7 +235,7 @@ TEST_F(Forward, ReceiverClosingMidStreamMakesTheHostStoreIt) {
   });
   start_host(receiver.path());
   auto o = options(4 << 20);
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(fk::run(o)));
   receiver.join();
   EXPECT_TRUE(receiver.accepted());
   expect_fallback(o, "stopped taking the stream");
@@ -251,7 +252,7 @@ TEST_F(Forward, InvalidReceiverAckIsRefusedWithTheKernelsMarker) {
   });
   start_host(receiver.path());
   auto o = options();
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(fk::run(o)));
   receiver.join();
   EXPECT_EQ(marker, static_cast<std::uint32_t>(cp::Marker::UNSUPPORTED));
   expect_fallback(o, "UNSUPPORTED");
@@ -264,7 +265,7 @@ TEST_F(Forward, SymlinkAtTheSocketPathIsNotFollowed) {
   ASSERT_EQ(::symlink((*dir_ / "outside.sock").c_str(), inner_socket().c_str()), 0);
   start_host(inner_socket());
   auto o = options();
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(fk::run(o)));
   expect_fallback(o, "symlinks are not followed");
   EXPECT_TRUE(receiver_.records().empty());
   EXPECT_EQ(receiver_.daemon->log().find("accepting a crash forwarded"), std::string::npos);
@@ -277,7 +278,7 @@ TEST_F(Forward, SymlinkedDirectoryOnThePathIsNotFollowed) {
   ASSERT_EQ(::symlink((*dir_ / "elsewhere").c_str(), (*dir_ / "root/link").c_str()), 0);
   start_host(*dir_ / "root/link/coredump.sock");
   auto o = options();
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(fk::run(o)));
   expect_fallback(o, "symlinks are not followed");
   EXPECT_TRUE(receiver_.records().empty());
 }
@@ -286,7 +287,7 @@ TEST_F(Forward, SomethingOtherThanASocketIsRefused) {
   std::ofstream(inner_socket()) << "not a socket";
   start_host(inner_socket());
   auto o = options();
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(fk::run(o)));
   expect_fallback(o, "not a socket");
 }
 
@@ -307,7 +308,7 @@ TEST_F(Forward, SilentReceiverCannotHoldTheTaskPastTheHandshakeDeadline) {
   const auto res = fk::run(o);
   session_over = true;
   receiver.join();
-  ASSERT_EQ(res.outcome, fk::Outcome::Dumped) << res.error;
+  ASSERT_TRUE(fk::task_released(res));
   EXPECT_TRUE(silent_throughout) << "the receiver was released before the session ended";
   ASSERT_TRUE(res.timeline.request_sent && res.timeline.ack_read);
   const auto frozen_us = *res.timeline.ack_read - *res.timeline.request_sent;

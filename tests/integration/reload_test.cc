@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "store/index.h"
+#include "tests/fake_kernel/expect_released.h"
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/support/test_support.h"
 
@@ -106,7 +107,7 @@ TEST_F(Reload, NewDropInAppliesToTheNextCrashAndTheDumpInFlightCompletes) {
   };
   const auto first = fk::run(o);
   ASSERT_TRUE(reloaded) << "no reload logged";
-  ASSERT_EQ(first.outcome, fk::Outcome::Dumped) << first.error;
+  ASSERT_TRUE(fk::task_released(first));
   EXPECT_EQ(first.bytes_streamed, o.core.size());
   EXPECT_NE(daemon_->log().find(dir_ / "conf.d/50-reject.json"), std::string::npos) << "the drop-in is named as read";
 
@@ -143,7 +144,7 @@ TEST_F(Reload, BrokenConfigurationIsRefusedAndTheOldOneStays) {
   write("conf.d/60-bad.json", R"({"defaults": {"compression_level": 4}})");
   ASSERT_TRUE(reload_and_wait_for("SIGHUP: configuration reloaded"));
   const auto stored = fk::run(options(64 * 1024));
-  EXPECT_EQ(stored.outcome, fk::Outcome::Dumped) << stored.error;
+  EXPECT_TRUE(fk::task_released(stored));
   const auto both = records(2);
   ASSERT_EQ(both.size(), 2u);
   EXPECT_EQ(both[1].state, DumpState::Complete) << both[1].reason;
@@ -165,7 +166,7 @@ TEST_F(Reload, ATestingSectionIsRefusedWithoutTheTestHooksFlag) {
   EXPECT_NE(log.find(dir_ / "conf.d/50-new.json" + ": testing: "), std::string::npos) << log;
   EXPECT_NE(log.find("--enable-test-hooks"), std::string::npos) << log;
 
-  EXPECT_EQ(fk::run(options(64 * 1024)).outcome, fk::Outcome::Dumped);
+  EXPECT_TRUE(fk::task_released(fk::run(options(64 * 1024))));
   auto all = records(1);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, DumpState::Complete) << all[0].reason;
@@ -189,7 +190,7 @@ TEST_F(Reload, WithTheTestHooksFlagAReloadSetsTheCollectorDelay) {
   EXPECT_TRUE(wait_until([&] { return count("*** --enable-test-hooks: test hooks are on") == 1; }, 10s)) << daemon_->log();
   write("conf.d/50-stall.json", R"({"testing": {"collector_delay_ms": 300, "collector_delay_in": "cwd"}})");
   ASSERT_TRUE(reload_and_wait_for("SIGHUP: configuration reloaded"));
-  EXPECT_EQ(fk::run(options(64 * 1024)).outcome, fk::Outcome::Dumped);
+  EXPECT_TRUE(fk::task_released(fk::run(options(64 * 1024))));
   const auto all = records(1);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].state, DumpState::Complete) << all[0].reason;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "store/index.h"
+#include "tests/fake_kernel/expect_released.h"
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/support/settled_records.h"
 #include "tests/support/test_support.h"
@@ -69,7 +70,7 @@ TEST_F(Storm, ManySimultaneousSmallDumpsWaitTheirTurnAndAllGetTheirCore) {
     first_streaming.set_value();
     wait_until([&] { return requests_sent.load() == kOthers; }, 60s);
   };
-  std::thread first_thread([&] { EXPECT_EQ(fk::run(first).outcome, fk::Outcome::Dumped); });
+  std::thread first_thread([&] { EXPECT_TRUE(fk::task_released(fk::run(first))); });
   first_streaming.get_future().wait();
 
   std::vector<std::thread> others;
@@ -81,7 +82,7 @@ TEST_F(Storm, ManySimultaneousSmallDumpsWaitTheirTurnAndAllGetTheirCore) {
         if (p == fk::Point::RequestSent) ++requests_sent;
       };
       const auto res = fk::run(o);
-      if (res.outcome == fk::Outcome::Dumped && res.stream_complete && res.bytes_streamed == 256 * 1024) ++dumped;
+      if (fk::task_released(res) && res.bytes_streamed == 256 * 1024) ++dumped;
     });
   for (auto& t : others) t.join();
   first_thread.join();
@@ -118,13 +119,14 @@ TEST_P(StormDeadline, ADumpThatCannotFitGetsTheExplicitRecord) {
     first_streaming.set_value();
     second_done_f.wait_for(60s);  // holds the only room until the second crash has its answer
   };
-  std::thread first_thread([&] { EXPECT_EQ(fk::run(first).outcome, fk::Outcome::Dumped); });
+  std::thread first_thread([&] { EXPECT_TRUE(fk::task_released(fk::run(first))); });
   first_streaming.get_future().wait();
 
   const auto res = fk::run(options(256 * 1024));
   second_done.set_value();
   first_thread.join();
-  EXPECT_EQ(res.outcome, want == DumpState::Rejected ? fk::Outcome::Rejected : fk::Outcome::Dumped) << res.error;
+  if (want == DumpState::Rejected) EXPECT_EQ(res.outcome, fk::Outcome::Rejected) << res.error;
+  else EXPECT_TRUE(fk::task_released(res));
   EXPECT_EQ(res.bytes_streamed, 0u) << "no core streamed for the crash that found no room";
 
   const auto all = settled(2);

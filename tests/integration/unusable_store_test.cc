@@ -20,6 +20,7 @@
 #include "store/index.h"
 #include "store/pending_journal.h"
 #include "store/record_extras.h"
+#include "tests/fake_kernel/expect_released.h"
 #include "tests/fake_kernel/fake_kernel.h"
 #include "tests/support/test_support.h"
 
@@ -59,13 +60,12 @@ class UnusableStore : public ::testing::Test {
     ASSERT_EQ(::mount(nullptr, fs_.c_str(), nullptr, MS_REMOUNT | (read_only ? MS_RDONLY : 0), "size=64m"), 0)
         << std::strerror(errno);
   }
-  fk::Outcome crash(std::uint64_t size = 256 * 1024) {
+  fk::Result crash(std::uint64_t size = 256 * 1024) {
     fk::Options o;
     o.socket_path = socket_;
     o.core = fk::CoreSource::pattern(size, 3, 4096, 7, true);
     o.timeout = std::chrono::milliseconds(15'000);
-    const auto res = fk::run(o);
-    return res.outcome;
+    return fk::run(o);
   }
   std::vector<DumpRecord> records() {
     try {
@@ -91,7 +91,7 @@ class UnusableStore : public ::testing::Test {
   // After one record and the journaled `id`, the next crash is stored and the record of `id` moved
   // from the journal into the index, marked, the journal gone.
   void expect_moved_by_next_crash(const std::string& id) {
-    EXPECT_EQ(crash(), fk::Outcome::Dumped);
+    EXPECT_TRUE(fk::task_released(crash()));
     std::vector<DumpRecord> all;
     ASSERT_TRUE(wait_until([&] {
       all = records();
@@ -115,7 +115,7 @@ class UnusableStore : public ::testing::Test {
 
 TEST_F(UnusableStore, ReadOnlyStoreServesKeepsRecordsAndMovesThemBack) {
   start();
-  ASSERT_EQ(crash(), fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(crash()));
   ASSERT_TRUE(wait_until([&] { auto r = records(); return r.size() == 1 && r[0].state == DumpState::Complete; }, 15s));
   daemon_->stop();
   daemon_.reset();
@@ -123,7 +123,7 @@ TEST_F(UnusableStore, ReadOnlyStoreServesKeepsRecordsAndMovesThemBack) {
   remount(true);
   start();  // on a read-only store: starts, and says so
   EXPECT_TRUE(wait_until([&] { return daemon_->log().find("read-only") != std::string::npos; }, 5s)) << daemon_->log();
-  EXPECT_EQ(crash(), fk::Outcome::Rejected);
+  EXPECT_EQ(crash().outcome, fk::Outcome::Rejected);
   PendingContents pending;
   ASSERT_TRUE(wait_until([&] { return (pending = read_pending_journal(pending_)).entries.size() == 1; }, 15s));
   const DumpRecord& kept = pending.entries[0].record;
@@ -157,7 +157,7 @@ TEST_F(UnusableStore, ReadOnlyStoreServesKeepsRecordsAndMovesThemBack) {
 // and keeps the record in the journal.
 void UnusableStore::start_on_full_store() {
   start();
-  ASSERT_EQ(crash(), fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(crash()));
   ASSERT_TRUE(wait_until([&] { auto r = records(); return r.size() == 1 && r[0].state == DumpState::Complete; }, 15s));
   daemon_->stop();
   daemon_.reset();
@@ -165,7 +165,7 @@ void UnusableStore::start_on_full_store() {
   start();
   EXPECT_TRUE(wait_until([&] { return daemon_->log().find("store filesystem is full") != std::string::npos; }, 5s))
       << daemon_->log();
-  EXPECT_EQ(crash(), fk::Outcome::Rejected);
+  EXPECT_EQ(crash().outcome, fk::Outcome::Rejected);
   ASSERT_TRUE(wait_until([&] { return (pending_records_ = read_pending_journal(pending_)).entries.size() == 1; }, 15s))
       << daemon_->log();
   EXPECT_NE(pending_records_.entries[0].record.reason.find("store filesystem is full"), std::string::npos)
@@ -204,7 +204,7 @@ TEST_F(UnusableStore, KeepFreeHoldsWhileACoreIsWritten) {
   o.socket_path = socket_;
   o.core = fk::CoreSource::from_buffer(core);
   o.timeout = std::chrono::milliseconds(60'000);
-  ASSERT_EQ(fk::run(o).outcome, fk::Outcome::Dumped);
+  ASSERT_TRUE(fk::task_released(fk::run(o)));
   std::vector<DumpRecord> all;
   ASSERT_TRUE(wait_until([&] {
     all = records();

@@ -17,6 +17,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
@@ -63,16 +65,41 @@ pid_t spawn(const std::vector<std::string>& argv, const std::string& log_file) {
   return pid;
 }
 
+namespace {
+
+// Reap times by pid (reaped_at_us()); a pid the kernel reuses gets its latest.
+std::mutex reaped_mutex;
+std::map<pid_t, std::int64_t> reaped_us;
+
+void note_reaped(pid_t pid, bool seen_running) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const std::lock_guard lock(reaped_mutex);
+  if (seen_running) reaped_us[pid] = std::chrono::duration_cast<std::chrono::microseconds>(now).count();
+  else reaped_us.erase(pid);
+}
+
+}  // namespace
+
+std::optional<std::int64_t> reaped_at_us(pid_t pid) {
+  const std::lock_guard lock(reaped_mutex);
+  const auto it = reaped_us.find(pid);
+  if (it == reaped_us.end()) return std::nullopt;
+  return it->second;
+}
+
 ExitStatus wait_for(pid_t pid, std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   ExitStatus st;
+  bool seen_running = false;  // then the reap time bounds the exit time (reaped_at_us())
   while (std::chrono::steady_clock::now() < until) {
     const pid_t r = ::waitpid(pid, &st.raw, WNOHANG);
     if (r == pid) {
+      note_reaped(pid, seen_running);
       st.exited = true;
       return st;
     }
     if (r < 0 && errno != EINTR) return st;
+    seen_running = seen_running || r == 0;
     std::this_thread::sleep_for(5ms);
   }
   ::kill(pid, SIGKILL);

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -45,6 +46,12 @@ pid_t spawn(const std::vector<std::string>& argv, const std::string& log_file = 
 
 /// Waits up to `timeout` for `pid`; on timeout sends SIGKILL, reaps it and returns exited=false.
 ExitStatus wait_for(pid_t pid, std::chrono::milliseconds timeout);
+
+/// When wait_for() last reaped `pid`, in UTC microseconds since the epoch (the clock of
+/// DumpRecord::timestamp_us), if that wait had seen it still running, so that `pid` exited at most
+/// one poll (5 ms) before; std::nullopt otherwise (never reaped there, or already dead when the
+/// wait began: its exit time is then unknown). Bounds when a crashing task was released.
+std::optional<std::int64_t> reaped_at_us(pid_t pid);
 
 /// Runs a command to completion (bounded), capturing stdout. Returns {exit status, stdout}.
 std::pair<ExitStatus, std::string> run_capture(const std::vector<std::string>& argv,
