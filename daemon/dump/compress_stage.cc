@@ -1,6 +1,7 @@
 #include "daemon/dump/compress_stage.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
