@@ -166,7 +166,9 @@ TEST_F(RealKernel, ProbeTellsWhatTheKernelSays) {
       EXPECT_EQ(ns["sources"][type], "init inode") << type << ": " << ns.dump();
     }
   }
-  if (fixed_net_mnt || readable == 8) EXPECT_TRUE(ns["missing"].empty()) << ns.dump();
+  if (fixed_net_mnt || readable == 8) {
+    EXPECT_TRUE(ns["missing"].empty()) << ns.dump();
+  }
   EXPECT_EQ(ns["pid1_error"].is_null(), readable == 8) << ns.dump();
   EXPECT_EQ(p["close_files_bit"], p["close_files_bit_default"]) << "no configuration";
   EXPECT_TRUE(p["last_offered"].is_null()) << "an empty store: " << p["last_offered"].dump();
