@@ -42,7 +42,8 @@ constexpr const char* kSuite = "bookworm";
 
 // Why the mirror cannot be reached, or std::nullopt if it can: a DNS lookup of its host (unless
 // a proxy resolves it for us), then a HEAD of the suite's Release file with wget, debootstrap's own
-// downloader, bounded (20 s, one try). Only this decides that a failing debootstrap means "no network".
+// downloader, bounded (20 s, one try). Only this decides that a failing debootstrap means "no network";
+// a mirror that answers, even with an error, is reachable.
 std::optional<std::string> mirror_unreachable() {
   const char* proxy = std::getenv("http_proxy");
   if (proxy == nullptr || *proxy == '\0') {
@@ -55,8 +56,10 @@ std::optional<std::string> mirror_unreachable() {
   }
   const std::string release = std::string(kMirror) + "/dists/" + kSuite + "/Release";
   const auto [st, out] = run_capture({"/bin/sh", "-c", "exec wget --spider --timeout=20 --tries=1 \"$0\" 2>&1", release}, 60s);
-  if (st.exit_code() != 0)
-    return "HEAD " + release + " failed (wget exit " + std::to_string(st.exit_code()) + "): " +
+  // wget's exit status 4 is a network failure (resolving, connecting, a timeout); any other one
+  // means the mirror answered (8: an HTTP error, e.g. 404), which is not "no network".
+  if (!st.exited || st.exit_code() == 4)
+    return "HEAD " + release + (st.exited ? " failed (wget: network failure): " : " timed out: ") +
            out.substr(out.size() > 300 ? out.size() - 300 : 0);
   return std::nullopt;
 }
