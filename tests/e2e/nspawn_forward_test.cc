@@ -151,7 +151,7 @@ class NspawnForward : public RealKernel {
       remove_cgroup(c);
       ::rmdir(c.parent_path().c_str());  // machine.slice, unless something else lives there
     }
-    if (HasFailure()) {
+    if (HasFailure() && dir_) {  // no dir_: SetUp failed before the daemon (debootstrap)
       if (const auto log = read_file(*dir_ / "machine.log")) std::fprintf(stderr, "machine log:\n%s\n", log->c_str());
       if (leader_ > 0) {
         const auto [st, j] = in_machine({"journalctl", "-u", "coredumpd-inner.socket", "-u", "coredumpd-inner.service",
