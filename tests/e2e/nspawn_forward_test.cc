@@ -55,7 +55,8 @@ std::optional<std::string> mirror_unreachable() {
     ::freeaddrinfo(found);
   }
   const std::string release = std::string(kMirror) + "/dists/" + kSuite + "/Release";
-  const auto [st, out] = run_capture({"/bin/sh", "-c", "exec wget --spider --timeout=20 --tries=1 \"$0\" 2>&1", release}, 60s);
+  const auto [st, out] =
+      run_capture({"/bin/sh", "-c", "exec wget --spider --timeout=20 --tries=1 \"$0\" 2>&1", release}, 60s);
   // wget's exit status 4 is a network failure (resolving, connecting, a timeout); any other one
   // means the mirror answered (8: an HTTP error, e.g. 404), which is not "no network".
   if (!st.exited || st.exit_code() == 4)
@@ -87,7 +88,8 @@ struct RootProblem {
 std::optional<RootProblem> ensure_root() {
   fs::create_directories(fs::path(kCache).parent_path());
   const int lock = ::open((std::string(kCache) + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) return RootProblem{false, "cannot lock " + std::string(kCache) + ".lock"};
+  if (lock < 0 || ::flock(lock, LOCK_EX) != 0)
+    return RootProblem{false, "cannot lock " + std::string(kCache) + ".lock"};
   std::optional<RootProblem> problem;
   if (!fs::exists(std::string(kCache) + "/lib/systemd/systemd")) {
     const std::string tmp = std::string(kCache) + ".tmp";

@@ -37,8 +37,10 @@ std::vector<std::string> words(const std::string& text) {
   return out;
 }
 
+using BitNames = std::vector<std::pair<std::uint64_t, std::string>>;
+
 // The names a mask's bits have in `table`; bits not in it are left out.
-std::vector<std::string> named_bits(std::uint64_t mask, const std::vector<std::pair<std::uint64_t, std::string>>& table) {
+std::vector<std::string> named_bits(std::uint64_t mask, const BitNames& table) {
   std::vector<std::string> out;
   for (const auto& [bit, name] : table)
     if (mask & bit) out.push_back(name);
@@ -137,7 +139,7 @@ TEST_F(RealKernel, ProbeTellsWhatTheKernelSays) {
   const auto mask = own_pidfd_info_mask();
   ASSERT_TRUE(mask) << "PIDFD_GET_INFO failed here: " << std::strerror(errno);
   EXPECT_EQ(pidfd["pidfd_info_mask"], *mask);
-  const std::vector<std::pair<std::uint64_t, std::string>> pidfd_names{
+  const BitNames pidfd_names{
       {1, "PID"}, {2, "CREDS"}, {4, "CGROUPID"}, {8, "EXIT"}, {16, "COREDUMP"}, {32, "SUPPORTED_MASK"}};
   for (const auto& [bit, name] : pidfd_names) {
     const bool listed = std::find(pidfd["pidfd_info_fields"].begin(), pidfd["pidfd_info_fields"].end(), name) !=
@@ -188,7 +190,8 @@ TEST_F(RealKernel, ProbeTellsWhatTheKernelSays) {
   const auto names = named_bits(offered_mask, {{1, "KERNEL"}, {2, "USERSPACE"}, {4, "REJECT"}, {8, "WAIT"},
                                                {16, "RECORDS"}, {32, "SPARSE"}, {64, "MEMORY_TYPES"}});
   for (const auto& n : names)
-    EXPECT_NE(std::find(offered["flags"].begin(), offered["flags"].end(), n), offered["flags"].end()) << n << " " << offered.dump();
+    EXPECT_NE(std::find(offered["flags"].begin(), offered["flags"].end(), n), offered["flags"].end())
+        << n << " " << offered.dump();
   EXPECT_GT(offered["request_size"].get<int>(), 0);
 }
 
@@ -225,7 +228,8 @@ TEST_F(RealKernel, DumpctlDebugBacktraceNamesTheCrashingFunction) {
   pid_t pid = 0;
   const auto rec = complete_dump_of_crash({"--mode", "segv"}, &pid);
   ASSERT_TRUE(rec);
-  const auto [st, out] = run_capture({DUMPCTL_BIN, "--store", store_, "debug", rec->id, "--", "-batch", "-ex", "bt"}, 120s);
+  const auto [st, out] =
+      run_capture({DUMPCTL_BIN, "--store", store_, "debug", rec->id, "--", "-batch", "-ex", "bt"}, 120s);
   EXPECT_EQ(st.exit_code(), 0) << out;
   // The innermost frame is the faulting store in crash_segv, called from main.
   const auto frame0 = out.find("#0 ");
