@@ -201,7 +201,8 @@ TEST_F(RealKernel, ProbeTellsWhatTheKernelSays) {
 // fake kernel, which can stop a stream halfway (tests/integration/compress_priority_test.cc).
 TEST_F(RealKernel, CompressorAndItsZstdWorkersRunAtNice10AfterTheStream) {
   constexpr int kWorkers = 2;
-  restart_daemon(R"({"compression": {"threads": 2}, "compression_jobs": 1})", {"--enable-test-hooks", "--test-hold-before-store"});
+  restart_daemon(R"({"compression": {"threads": 2}, "compression_jobs": 1})",
+                 {"--enable-test-hooks", "--test-hold-before-store"});
   pid_t pid = 0;
   const auto st = crash({"--mode", "segv", "--touch-mib", "64", "--fill", "half-zero"}, &pid);
   ASSERT_TRUE(st.exited);
