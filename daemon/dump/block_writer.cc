@@ -1,6 +1,7 @@
 #include "daemon/dump/block_writer.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -143,7 +144,12 @@ BlockWriter::BlockWriter(int fd, std::size_t block_bytes, std::size_t depth, Opt
   free_.pop_back();
   const int flags = ::fcntl(fd_, F_GETFL);
   direct_ = flags >= 0 && (flags & O_DIRECT);
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    // Its own name: it would inherit its creator's (a compressor's "cd-compress"), whose class and
+    // nice it does not follow (tests/e2e/promises_e2e_test.cc counts the compressor's threads).
+    ::pthread_setname_np(::pthread_self(), "cd-write");
+    run();
+  });
 }
 
 BlockWriter::~BlockWriter() {

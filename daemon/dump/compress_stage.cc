@@ -1,6 +1,7 @@
 #include "daemon/dump/compress_stage.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -44,6 +45,9 @@ bool keep_spool_uncompressed(Handoff& h);
 // compress_while_streaming every dump waits there too, but with its file already made.
 void compress_stage(const std::shared_ptr<Handoff>& hp) {
   Handoff& h = *hp;
+  // Named so that its class and nice can be checked from /proc/<pid>/task/*/comm; the zstd workers
+  // it starts inherit the name (tests/e2e/promises_e2e_test.cc).
+  ::pthread_setname_np(::pthread_self(), kCompressorThreadName);
   std::optional<Drained> drained;
   if (h.forwarding) {
     if (h.spool) h.spool->wait_beyond(UINT64_MAX);  // returns once the input is closed

@@ -1,5 +1,6 @@
 // The start-up side of kept spools (spool_recovery.h): which to recover, their records, the log.
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/dump/compress_stage.h"
 #include "daemon/dump/core_writer.h"
 #include "daemon/dump/dump_context.h"
 #include "daemon/dump/spool_recovery.h"
@@ -48,6 +50,7 @@ std::optional<std::string> read_small_file(int dirfd, const std::string& name) {
 // Stores the kept spool of `m` and finishes its record; on failure the record says why. Runs on
 // the compressor pool; `in_flight` is held so that a stop waits for it as for a dump.
 void recover(DumpContext& ctx, const SpoolManifest& m, CompressionOptions options, std::atomic<int>& in_flight) {
+  ::pthread_setname_np(::pthread_self(), kCompressorThreadName);
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);  // as a compressor after its stream
   const auto started = std::chrono::steady_clock::now();
   std::uint64_t stored = 0;

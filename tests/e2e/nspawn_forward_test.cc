@@ -5,17 +5,20 @@
 // stopped (and its socket file removed), the next crash falls back to the host store.
 //
 // The machine's root is a minimal bookworm made once with debootstrap into kCache (reused across
-// runs, never written: the machine boots with --volatile=overlay). Without network the test skips
-// saying so. The machine runs in a cgroup named like machinectl's template unit
+// runs, never written: the machine boots with --volatile=overlay). Without network (the mirror
+// cannot be resolved or reached) the test skips saying which; any other debootstrap failure fails
+// it. The machine runs in a cgroup named like machinectl's template unit
 // (machine.slice/systemd-nspawn@<name>.service), which is how coredumpd identifies nspawn machines.
 // The inner coredumpd is this build's binary, run with the host's dynamic loader and libraries
 // (bind-mounted read-only), so the machine needs none of the build's packages.
 #include <fcntl.h>
+#include <netdb.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -33,27 +36,87 @@ constexpr const char* kNspawn = "/usr/bin/systemd-nspawn";
 constexpr const char* kDebootstrap = "/usr/sbin/debootstrap";
 constexpr const char* kInnerSocket = "/run/coredumpd/coredump.socket";
 
-// Makes kCache once (under a lock, into a temp dir renamed on success). Returns why it cannot.
-std::optional<std::string> ensure_root() {
+constexpr const char* kMirrorHost = "deb.debian.org";
+constexpr const char* kMirror = "http://deb.debian.org/debian";
+constexpr const char* kSuite = "bookworm";
+
+// Why the mirror cannot be reached, or std::nullopt if it can: a DNS lookup of its host (unless
+// a proxy resolves it for us), then a HEAD of the suite's Release file with wget, debootstrap's own
+// downloader, bounded (20 s, one try). Only this decides that a failing debootstrap means "no network";
+// a mirror that answers, even with an error, is reachable.
+std::optional<std::string> mirror_unreachable() {
+  const char* proxy = std::getenv("http_proxy");
+  if (proxy == nullptr || *proxy == '\0') {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (const int rc = ::getaddrinfo(kMirrorHost, "80", &hints, &found); rc != 0)
+      return std::string("DNS lookup of ") + kMirrorHost + " failed: " + ::gai_strerror(rc);
+    ::freeaddrinfo(found);
+  }
+  const std::string release = std::string(kMirror) + "/dists/" + kSuite + "/Release";
+  const auto [st, out] =
+      run_capture({"/bin/sh", "-c", "exec wget --spider --timeout=20 --tries=1 \"$0\" 2>&1", release}, 60s);
+  // wget's exit status 4 is a network failure (resolving, connecting, a timeout); any other one
+  // means the mirror answered (8: an HTTP error, e.g. 404), which is not "no network".
+  if (!st.exited || st.exit_code() == 4)
+    return "HEAD " + release + (st.exited ? " failed (wget: network failure): " : " timed out: ") +
+           out.substr(out.size() > 300 ? out.size() - 300 : 0);
+  return std::nullopt;
+}
+
+// The last `lines` lines of `text`.
+std::string tail_lines(const std::string& text, int lines) {
+  std::size_t pos = text.size();
+  while (lines-- > 0 && pos > 0) {
+    const auto nl = text.rfind('\n', pos - 1);
+    if (nl == std::string::npos) return text;
+    pos = nl;
+  }
+  return text.substr(pos);
+}
+
+// Why there is no machine root: a network failure (the test skips) or anything else (it fails).
+struct RootProblem {
+  bool network = false;
+  std::string why;
+};
+
+// Makes kCache once (under a lock, into a temp dir renamed on success). The mirror's reachability
+// is checked first, and again after a failure (the network may have gone meanwhile); any other
+// debootstrap failure is reported with the tail of its log.
+std::optional<RootProblem> ensure_root() {
   fs::create_directories(fs::path(kCache).parent_path());
   const int lock = ::open((std::string(kCache) + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) return "cannot lock " + std::string(kCache) + ".lock";
-  std::optional<std::string> why;
+  if (lock < 0 || ::flock(lock, LOCK_EX) != 0)
+    return RootProblem{false, "cannot lock " + std::string(kCache) + ".lock"};
+  std::optional<RootProblem> problem;
   if (!fs::exists(std::string(kCache) + "/lib/systemd/systemd")) {
     const std::string tmp = std::string(kCache) + ".tmp";
     fs::remove_all(tmp);
-    const auto [st, out] = run_capture({kDebootstrap, "--variant=minbase", "--include=systemd,systemd-sysv,dbus", "bookworm",
-                                        tmp, "http://deb.debian.org/debian"},
-                                       900s);
-    if (st.exit_code() == 0) {
-      fs::rename(tmp, kCache);
+    if (auto why = mirror_unreachable()) {
+      problem = RootProblem{true, "cannot debootstrap " + std::string(kSuite) + ", the mirror is unreachable: " + *why};
     } else {
+      const auto [st, out] = run_capture({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", kDebootstrap, "--variant=minbase",
+                                          "--include=systemd,systemd-sysv,dbus", kSuite, tmp, kMirror},
+                                         900s);
+      if (st.exit_code() == 0) {
+        fs::rename(tmp, kCache);
+      } else if (auto gone = mirror_unreachable()) {
+        problem = RootProblem{true, "debootstrap failed and the mirror is now unreachable: " + *gone};
+      } else {
+        const auto log = read_file(tmp + "/debootstrap/debootstrap.log");
+        problem = RootProblem{false, "debootstrap of " + std::string(kSuite) + " failed (exit " +
+                                         std::to_string(st.exit_code()) + ", " + (st.exited ? "" : "timed out, ") +
+                                         "mirror reachable); its output:\n" + tail_lines(out, 15) +
+                                         "\n" + tmp + "/debootstrap/debootstrap.log:\n" +
+                                         (log ? tail_lines(*log, 30) : "(none)")};
+      }
       fs::remove_all(tmp);
-      why = "debootstrap of bookworm failed (no network?): " + out.substr(out.size() > 400 ? out.size() - 400 : 0);
     }
   }
   ::close(lock);
-  return why;
+  return problem;
 }
 
 // rmdir of a cgroup tree, children first (cgroupfs directories vanish only when empty).
@@ -70,9 +133,10 @@ class NspawnForward : public RealKernel {
     SKIP_WITHOUT_REAL_KERNEL("nspawn test");
     if (!fs::exists(kNspawn) || !fs::exists(kDebootstrap))
       GTEST_SKIP() << "needs systemd-nspawn and debootstrap (scripts/install-deps.sh installs them)";
-    if (auto why = ensure_root()) {
-      std::fprintf(stderr, "SKIPPED nspawn test: %s\n", why->c_str());
-      GTEST_SKIP() << *why;
+    if (auto problem = ensure_root()) {
+      if (!problem->network) GTEST_FAIL() << problem->why;
+      std::fprintf(stderr, "SKIPPED nspawn test: %s\n", problem->why.c_str());
+      GTEST_SKIP() << problem->why;
     }
     start_daemon(R"({"rules": [{"name": "nspawn", "match": {"runtime": "systemd-nspawn"}, "action": "forward",
                                  "forward_socket": ")" + std::string(kInnerSocket) + R"("}]})");
@@ -89,7 +153,7 @@ class NspawnForward : public RealKernel {
       remove_cgroup(c);
       ::rmdir(c.parent_path().c_str());  // machine.slice, unless something else lives there
     }
-    if (HasFailure()) {
+    if (HasFailure() && dir_) {  // no dir_: SetUp failed before the daemon (debootstrap)
       if (const auto log = read_file(*dir_ / "machine.log")) std::fprintf(stderr, "machine log:\n%s\n", log->c_str());
       if (leader_ > 0) {
         const auto [st, j] = in_machine({"journalctl", "-u", "coredumpd-inner.socket", "-u", "coredumpd-inner.service",

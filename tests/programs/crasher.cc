@@ -97,7 +97,8 @@ void take_lock(const std::string& path) {
 }
 
 // The address comes from outside the compiler's view so it cannot prove (and warn about) the fault.
-[[noreturn]] void crash_segv(const char* address) {
+// Never inlined: a backtrace names it (tests/e2e/promises_e2e_test.cc, dumpctl debug).
+[[noreturn]] __attribute__((noinline)) void crash_segv(const char* address) {
   auto* bad = reinterpret_cast<volatile int*>(std::strtoull(address, nullptr, 0));
   *bad = 42;
   std::abort();
