@@ -113,20 +113,19 @@ class FakeKernelDaemon : public ::testing::Test {
         15s);
     return found;
   }
-  // Dumps `core` through the fake kernel (options()) and returns the one record it left; a dump
-  // that did not complete fails the test.
-  std::optional<DumpRecord> dump_one(const std::vector<std::byte>& core) {
+  // Dumps `core` through the fake kernel (options()) and returns the one record it left; a task
+  // not released, or a record in another state than `want`, fails the test.
+  std::optional<DumpRecord> dump_one(const std::vector<std::byte>& core, DumpState want = DumpState::Complete) {
     auto o = options();
     o.core = fk::CoreSource::from_buffer(core);
     const auto res = fk::run(o);
     EXPECT_TRUE(fk::task_released(res));
     auto r = only_record();
     if (r) {
-      EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+      EXPECT_EQ(r->state, want) << r->reason;
     }
     return r;
   }
-
 
   std::vector<DumpRecord> records() {
     try {

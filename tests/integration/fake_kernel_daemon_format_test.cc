@@ -17,14 +17,8 @@ TEST_F(FakeKernelDaemon, CoreWithALongZeroRunIsStoredExactly) {
   std::vector<std::byte> core(80 * kMiB);
   for (std::uint64_t i = 0; i < core.size(); ++i)
     if (i < 24 * kMiB || i >= 72 * kMiB) core[i] = fk::CoreSource::pattern_byte(i, 3);
-  auto o = options();
-  o.core = fk::CoreSource::from_buffer(core);
-  const auto res = fk::run(o);
-  ASSERT_TRUE(fk::task_released(res));
-
-  const auto r = only_record();
+  const auto r = dump_one(core);
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
   EXPECT_EQ(r->core_size, core.size());
   EXPECT_EQ(stored_core(*r), core);
 }
@@ -121,13 +115,8 @@ TEST_F(FakeKernelDaemon, IncompressibleCoreIsStoredUncompressed) {
     const auto w = gen();
     std::memcpy(core.data() + i, &w, 8);
   }
-  auto o = options();
-  o.core = fk::CoreSource::from_buffer(core);
-  auto res = fk::run(o);
-  ASSERT_TRUE(fk::task_released(res));
-  auto r = only_record();
+  const auto r = dump_one(core);
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
   EXPECT_EQ(r->compression, "none");
   EXPECT_EQ(r->path, r->id + ".core");
   EXPECT_EQ(r->stored_size, core.size());
@@ -140,9 +129,9 @@ TEST_F(FakeKernelDaemon, IncompressibleCoreIsStoredUncompressed) {
 
   const std::string text = "pid 42 request handled in 17 ms; session token cache hit; ";
   for (std::size_t i = 0; i < core.size(); ++i) core[i] = static_cast<std::byte>(text[i % text.size()] + (i / 65536) % 3);
+  auto o = options();
   o.core = fk::CoreSource::from_buffer(core);
-  res = fk::run(o);
-  ASSERT_TRUE(fk::task_released(res));
+  ASSERT_TRUE(fk::task_released(fk::run(o)));
   std::vector<DumpRecord> all;
   ASSERT_TRUE(wait_until(
       [&] {
@@ -228,13 +217,8 @@ TEST_F(FakeKernelDaemon, CoreChangingCompressibilityMidStreamIsStoredExactly) {
   std::vector<std::byte> core(120 * kMebi);
   fill_random(core, 0, 40 * kMebi, 21);
   fill_text(core, 40 * kMebi, core.size());
-  auto o = options();
-  o.core = fk::CoreSource::from_buffer(core);
-  auto res = fk::run(o);
-  ASSERT_TRUE(fk::task_released(res));
-  auto r = only_record();
+  auto r = dump_one(core);
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
   EXPECT_EQ(r->compression, "zstd") << "most samples (the text) compress";
   EXPECT_EQ(r->path, r->id + ".zst");
   EXPECT_GE(r->extra.value("compressibility_samples", 0), 3);
@@ -245,13 +229,8 @@ TEST_F(FakeKernelDaemon, CoreChangingCompressibilityMidStreamIsStoredExactly) {
   start();
   fill_text(core, 0, 40 * kMebi);
   fill_random(core, 40 * kMebi, core.size(), 22);
-  o = options();
-  o.core = fk::CoreSource::from_buffer(core);
-  res = fk::run(o);
-  ASSERT_TRUE(fk::task_released(res));
-  r = only_record();
+  r = dump_one(core);
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
   EXPECT_EQ(r->compression, "zstd") << "the first samples (text) compress";
   EXPECT_TRUE(stored_core(*r) == core) << "text then random: stored bytes differ";
   EXPECT_EQ(verify_problems(), "");
