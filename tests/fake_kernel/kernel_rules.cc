@@ -165,11 +165,10 @@ bool Verdict::allows(Mark m) const { return std::find(acceptable.begin(), accept
 std::optional<Verdict> size_verdict(const Offer& offer, std::uint32_t size_field) {
   Ack ack;
   ack.size = size_field;
-  std::vector<const Rule*> failing = failing_rules(offer, ack, Stage::SizeField);
+  const std::vector<const Rule*> failing = failing_rules(offer, ack, Stage::SizeField);
   if (failing.empty()) return std::nullopt;
   // Both size rules can fail only if size_ack < 16; [K] checks MINSIZE first.
-  failing.resize(1);
-  return verdict_of(std::move(failing));
+  return verdict_of({failing.front()});
 }
 
 Verdict ack_verdict(const Offer& offer, std::span<const std::byte> ack_wire) {
