@@ -199,6 +199,14 @@ class FakeKernelDaemon : public ::testing::Test {
     EXPECT_EQ(dumped, n);
   }
 
+  // Starts the daemon with `config` and its test hooks on (--enable-test-hooks), then crashes `n`
+  // times at once; every record, once `n` have settled (fewer if the bounded wait ran out).
+  std::vector<DumpRecord> crashes_at_once_with_test_hooks(const std::string& config, int n) {
+    start(config, {"--enable-test-hooks"});
+    crash_all_at_once(n);
+    return settled_records(static_cast<std::size_t>(n));
+  }
+
   static std::vector<std::byte> plain(const fk::CoreSource& core) {
     std::string error;
     return core.materialize(error).value();

@@ -34,10 +34,9 @@ constexpr int kSlowProcCrashes = 6;
 // The stall outlasts the handshake (800 ms): every crash is acked at its deadline with what the
 // collectors before cwd found, and the record names the collectors that missed.
 TEST_F(FakeKernelDaemon, EveryRecordKeepsWhatWasCollectedBeforeTheStall) {
-  start(R"({"handshake_timeout_ms": 800, "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})",
-        {"--enable-test-hooks"});
-  crash_all_at_once(kSlowProcCrashes);
-  const auto all = settled_records(kSlowProcCrashes);
+  const auto all = crashes_at_once_with_test_hooks(
+      R"({"handshake_timeout_ms": 800, "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})",
+      kSlowProcCrashes);
   ASSERT_EQ(all.size(), static_cast<std::size_t>(kSlowProcCrashes));
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
   for (const auto& r : all) {
@@ -77,10 +76,9 @@ TEST_F(FakeKernelDaemon, EveryRecordKeepsWhatWasCollectedBeforeTheStall) {
 // ack is sent and every crash stored. The deadline used to close the socket under an ack being
 // written when the collection came back at that moment.
 TEST_F(FakeKernelDaemon, ACollectionReturningAtTheDeadlineStillAcks) {
-  start(R"({"handshake_timeout_ms": 1000, "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})",
-        {"--enable-test-hooks"});
-  crash_all_at_once(kSlowProcCrashes);
-  const auto all = settled_records(kSlowProcCrashes);
+  const auto all = crashes_at_once_with_test_hooks(
+      R"({"handshake_timeout_ms": 1000, "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})",
+      kSlowProcCrashes);
   ASSERT_EQ(all.size(), static_cast<std::size_t>(kSlowProcCrashes));
   for (const auto& r : all) {
     EXPECT_EQ(r.state, DumpState::Complete) << r.reason;
@@ -93,11 +91,9 @@ TEST_F(FakeKernelDaemon, ACollectionReturningAtTheDeadlineStillAcks) {
 // serving every handshake, the six collections ran two at a time behind the stalled reads, and the
 // last two reached their deadline; each now has a thread of its own, so none misses anything.
 TEST_F(FakeKernelDaemon, AStalledReadDoesNotStarveOtherCrashes) {
-  start(R"({"handshake_timeout_ms": 3000, "collector_threads": 2,
+  const auto all = crashes_at_once_with_test_hooks(R"({"handshake_timeout_ms": 3000, "collector_threads": 2,
             "testing": {"collector_delay_ms": 1000, "collector_delay_in": "cwd"}})",
-        {"--enable-test-hooks"});
-  crash_all_at_once(kSlowProcCrashes);
-  const auto all = settled_records(kSlowProcCrashes);
+                                                   kSlowProcCrashes);
   ASSERT_EQ(all.size(), static_cast<std::size_t>(kSlowProcCrashes));
   for (const auto& r : all) {
     SCOPED_TRACE(r.id);
