@@ -37,15 +37,8 @@ struct State {
 
 // Field 22 of /proc/<pid>/stat (starttime), or "" if the process is gone.
 std::string start_time_of(long pid) {
-  const auto stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return "";
-  const auto close = stat->rfind(')');
-  if (close == std::string::npos) return "";
-  std::istringstream fields(stat->substr(close + 1));
-  std::string f;
-  for (int i = 3; i <= 22 && (fields >> f); ++i) {
-  }
-  return f;
+  const auto f = proc_stat_fields("/proc/" + std::to_string(pid) + "/stat");
+  return f.size() >= 22 ? f[21] : "";
 }
 
 std::optional<State> read_state() {

@@ -329,6 +329,17 @@ ScopedCoreLimit::~ScopedCoreLimit() {
   ::setrlimit(RLIMIT_CORE, &r);
 }
 
+std::vector<std::string> proc_stat_fields(const std::string& path) {
+  const auto stat = read_file(path);
+  if (!stat) return {};
+  const auto open = stat->find('('), close = stat->rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return {};
+  std::vector<std::string> fields{stat->substr(0, open == 0 ? 0 : open - 1), stat->substr(open + 1, close - open - 1)};
+  std::istringstream rest(stat->substr(close + 1));
+  for (std::string word; rest >> word;) fields.push_back(word);
+  return fields;
+}
+
 std::optional<std::string> real_kernel_unavailable() {
   if (::geteuid() != 0) return "needs root (writes kernel.core_pattern)";
   const auto modes = read_file("/proc/sys/kernel/core_modes");

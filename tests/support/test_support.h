@@ -68,6 +68,11 @@ bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds tim
 /// Reads a whole file; std::nullopt if it cannot be opened.
 std::optional<std::string> read_file(const std::string& path);
 
+/// The fields of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat file at `path`, numbered as in
+/// proc(5) from 1 (field n is at [n - 1]); empty if it cannot be read. The comm field (2), which may
+/// hold spaces and parentheses, is kept whole.
+std::vector<std::string> proc_stat_fields(const std::string& path);
+
 /// A coredumpd child process on a socket and store of the test's choosing. Stopped (SIGTERM, then
 /// SIGKILL after 10 s) on destruction.
 class Daemon {

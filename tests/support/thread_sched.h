@@ -5,7 +5,6 @@
 #include <sys/types.h>
 
 #include <filesystem>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,14 +28,7 @@ inline std::vector<ThreadSched> threads_named(pid_t pid, const std::string& comm
   for (const auto& e : std::filesystem::directory_iterator(task, ec)) {
     const auto name = read_file(e.path() / "comm");
     if (!name || *name != comm + "\n") continue;
-    const auto stat = read_file(e.path() / "stat");
-    if (!stat) continue;
-    // Fields from 3 on follow the ")" that ends comm (which may hold spaces or parentheses).
-    const auto close = stat->rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream fields(stat->substr(close + 1));
-    std::vector<std::string> f{"pid", "comm"};
-    for (std::string word; fields >> word;) f.push_back(word);
+    const auto f = proc_stat_fields(e.path() / "stat");
     if (f.size() < 41) continue;
     found.push_back({static_cast<pid_t>(std::stol(e.path().filename().string())), std::stoi(f[40]), std::stoi(f[18])});
   }
