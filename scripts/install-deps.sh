@@ -9,7 +9,7 @@ packages=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libsystemd-dev systemd
   libzstd-dev zstd libsqlite3-dev sqlite3
-  libelf-dev libdw-dev elfutils
+  libelf-dev libdw-dev elfutils libseccomp-dev libssl-dev  # the analyzer (analyzer/), signatures
   libgtest-dev libgmock-dev
   gdb python3 util-linux procps file e2fsprogs mount
   systemd-container debootstrap  # the systemd-nspawn forwarding test (tests/e2e/nspawn_forward_test.cc)

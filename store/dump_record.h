@@ -94,6 +94,17 @@ struct DumpRecord {
 
   /// Further metadata (negotiation, collectors' output, timings...), free-form JSON object.
   nlohmann::json extra = nlohmann::json::object();
+
+  // What the analysis of the stored core found (analysis/crash_report.h), written after the store
+  // by Index::set_analysis() only; Index::update() leaves these columns alone.
+  /// The crash signature's hash (analysis/signature.h, 32 hex chars); "" until analysed or when
+  /// the analysis had no frame to sign.
+  std::string signature;
+  /// The signature's readable form ("SIGSEGV: crash_here | level2 | main"); "" with no signature.
+  std::string signature_text;
+  /// The analyzer's report as JSON (analysis::to_json()); null when not analysed (yet). Index::list()
+  /// leaves it null (a report may be 1 MiB); Index::get() reads it.
+  nlohmann::json analysis;
 };
 
 /// Name of a signal number ("SIGSEGV"), or "SIG<n>" when unknown.

@@ -104,6 +104,12 @@ class Index {
   /// Deletes the row with this id (retention's max_age). Returns false if there was no such row.
   /// Throws IndexError on a read-only index or an SQLite failure.
   bool remove(const std::string& id);
+  /// Stores the analysis of dump `id` (analysis/crash_report.h): the `analysis` column gets
+  /// `report` (compact JSON), `signature` and `signature_text` theirs ("" stored as NULL). Replaces
+  /// an earlier analysis. Returns false if there is no such row. Throws IndexError on a read-only
+  /// index or an SQLite failure.
+  bool set_analysis(const std::string& id, const nlohmann::json& report, const std::string& signature,
+                    const std::string& signature_text);
   /// Marks every InProgress row Interrupted with `reason` (called at daemon start). Returns how
   /// many. Throws IndexError.
   int mark_in_progress_interrupted(const std::string& reason);

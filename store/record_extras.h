@@ -52,6 +52,13 @@ inline constexpr const char* kCollectTimingsUs = "collect_timings_us";
 inline constexpr const char* kSignalUnavailable = "signal_unavailable";
 /// integer, bytes: the task's RLIMIT_CORE soft limit (absent if unknown).
 inline constexpr const char* kRlimitCore = "rlimit_core";
+/// object {"<tid>": byte string}: each thread's comm, read from /proc/<pid>/task/*/comm before the
+/// ack; keys are TIDs in the crashing task's pid namespace (as NT_PRSTATUS pr_pid has them), so
+/// the analysis can name its threads (daemon/proc/collect.cc).
+inline constexpr const char* kThreadNames = "thread_names";
+/// object {"read": n, "omitted": n, "reason": string}: thread names not captured (a cap, a pid
+/// namespace whose TIDs could not be mapped, a thread gone).
+inline constexpr const char* kThreadNamesIncomplete = "thread_names_incomplete";
 /// object: /proc files read at the handshake (status, maps, namespaces, ...); the dump job adds
 /// "smaps_rollup" (post-dump collector).
 inline constexpr const char* kProc = "proc";

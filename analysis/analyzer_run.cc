@@ -1,0 +1,1 @@
+#include "analysis/analyzer_run.h"

@@ -1,0 +1,1 @@
+#include "analysis/crash_report.h"
