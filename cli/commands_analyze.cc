@@ -56,7 +56,9 @@ analysis::AnalyzerOptions analyzer_options(const AnalyzeOptions& o) {
   if (o.max_frames) opts.max_frames = *o.max_frames;
   if (opts.max_threads == 0 || opts.max_frames == 0) throw DumpctlError("--max-threads and --max-frames must be at least 1");
   if (o.debuginfod) {
-    opts.debuginfod_urls = o.debuginfod_urls.empty() ? env_debuginfod_urls() : o.debuginfod_urls;
+    for (const auto& u : o.debuginfod_urls)  // CLI11 gives "" for a bare --debuginfod
+      if (!u.empty()) opts.debuginfod_urls.push_back(u);
+    if (opts.debuginfod_urls.empty()) opts.debuginfod_urls = env_debuginfod_urls();
     if (opts.debuginfod_urls.empty())
       throw DumpctlError("--debuginfod needs URLs: give them after it (--debuginfod=URL) or in DEBUGINFOD_URLS");
     for (const auto& u : opts.debuginfod_urls)

@@ -222,10 +222,14 @@ TEST_F(DumpctlAnalysisTest, SignaturesGroupCountFirstLastExecutablesContainers) 
 
   const auto j = nlohmann::json::parse(run({"signatures", "--json", "--since", "@15"}).out);
   ASSERT_EQ(j.size(), 2U) << "--since drops dump 1 and c's only dump";
-  EXPECT_EQ(j[0]["signature"], a);
+  EXPECT_EQ(j[0]["signature"], b) << "two dumps each: b's newest (50 s) is newer than a's (40 s)";
   EXPECT_EQ(j[0]["count"], 2);
-  EXPECT_EQ(j[0]["first_us"], 30'000'000);
-  EXPECT_EQ(j[1]["signature"], b);
+  EXPECT_EQ(j[0]["first_us"], 20'000'000);
+  EXPECT_EQ(j[1]["signature"], a);
+  EXPECT_EQ(j[1]["count"], 2);
+  EXPECT_EQ(j[1]["first_us"], 30'000'000);
+  EXPECT_EQ(j[1]["executables"], (nlohmann::json{"alpha", "gamma"}));
+  EXPECT_EQ(j[1]["containers"], nlohmann::json{"web"});
 }
 
 TEST_F(DumpctlAnalysisTest, ListSignatureFiltersByPrefix) {
