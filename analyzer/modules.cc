@@ -1,6 +1,8 @@
 #include "analyzer/modules.h"
 
 #include <cxxabi.h>
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +39,22 @@ std::string base_name(std::string_view path) {
   return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
 }
 
+// The build-id of the ELF file at `path` ("" if unreadable or none).
+std::string file_build_id(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string id;
+  if (Elf* elf = elf_begin(fd, ELF_C_READ, nullptr)) {
+    const void* bits = nullptr;
+    if (const ssize_t len = dwelf_elf_gnu_build_id(elf, &bits); len > 0 && len < 1024) {
+      id = hex(static_cast<const unsigned char*>(bits), static_cast<int>(len));
+    }
+    elf_end(elf);
+  }
+  ::close(fd);
+  return id;
+}
+
 void warn_missing(ModuleScan& scan, const analysis::Module& m) {
   if (is_kernel_image(m.path)) return;
   scan.missing_files = true;
@@ -44,12 +62,13 @@ void warn_missing(ModuleScan& scan, const analysis::Module& m) {
   std::string why;
   if (std::string_view(m.path).ends_with(kDeleted)) {
     why = "deleted before the crash";
-  } else if (!m.build_id.empty() && ::access(m.path.c_str(), R_OK) == 0) {
-    why = "its file does not have the core's build-id " + m.build_id;
+  } else if (::access(m.path.c_str(), R_OK) == 0) {
+    why = m.build_id.empty() ? "no build-id to match its file against"
+                             : "its file does not have the core's build-id " + m.build_id;
   } else {
     why = "no such file here";
   }
-  scan.warnings.push_back("no ELF file for " + m.path + " (" + why + "): its frames are unsymbolised (module+offset)");
+  scan.warnings.push_back("no ELF file for " + m.path + ": " + why + "; its frames are unsymbolised (module+offset)");
 }
 
 int on_module(Dwfl_Module* mod, void**, const char* name, Dwarf_Addr, void* arg) {
@@ -74,7 +93,10 @@ int on_module(Dwfl_Module* mod, void**, const char* name, Dwarf_Addr, void* arg)
   GElf_Addr id_vaddr = 0;
   if (const int len = dwfl_module_build_id(mod, &id, &id_vaddr); len > 0) m.build_id = hex(id, len);
   m.package = read_package_note(elf);
-  if (mainfile == nullptr) warn_missing(scan, m);
+  // libdwfl opens a module named by NT_FILE itself when its build-id matches, without recording a
+  // file name (mainfile stays null): check the same to tell that from an image of the core.
+  if (m.elf.empty() && !m.build_id.empty() && file_build_id(m.path) == m.build_id) m.elf = m.path;
+  if (m.elf.empty()) warn_missing(scan, m);
   scan.modules.push_back(std::move(m));
   return DWARF_CB_OK;
 }
@@ -109,6 +131,8 @@ analysis::Frame describe_frame(Dwfl* dwfl, Dwarf_Addr pc, bool activation) {
   GElf_Sym sym;
   if (const char* symbol = dwfl_module_addrinfo(mod, lookup, &offset, &sym, nullptr, nullptr, nullptr)) {
     f.function = demangle(symbol);
+    // A versioned name from a .symtab ("__libc_start_main@@GLIBC_2.34"): the symbol is the name.
+    if (const auto at = f.function.find('@'); at != std::string::npos && at > 0) f.function.resize(at);
     f.function_offset = offset + (pc - lookup);
   }
   if (Dwfl_Line* line = dwfl_module_getsrc(mod, lookup)) {

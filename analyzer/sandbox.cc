@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fstream>
+#include <stdexcept>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
@@ -106,10 +108,25 @@ void apply_seccomp(bool network) {
   if (const int rc = ::seccomp_load(ctx); rc < 0) fail("seccomp_load", -rc);
 }
 
+// The address space in use now (/proc/self/statm's size), 0 if unknown.
+std::uint64_t address_space_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::uint64_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
 }  // namespace
 
 std::vector<std::string> apply_sandbox(const SandboxPolicy& policy) {
   std::vector<std::string> warnings;
+  // Below what the analyzer already maps, every later allocation (and stack growth) would fail.
+  if (const auto in_use = address_space_bytes(); policy.memory_bytes > 0 && !kAsan &&
+                                                 policy.memory_bytes < in_use + kMinHeadroomBytes) {
+    throw std::runtime_error("sandbox: memory_bytes " + std::to_string(policy.memory_bytes) +
+                             " is below what the analyzer needs to start (" + std::to_string(in_use) +
+                             " bytes mapped, plus " + std::to_string(kMinHeadroomBytes) + ")");
+  }
   const bool root = ::geteuid() == 0;
   if (!policy.network) {
     if (root) {

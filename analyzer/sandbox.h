@@ -9,6 +9,9 @@
 
 namespace coredumpd::analyzer {
 
+/// Address space an RLIMIT_AS must leave beyond what the analyzer maps before the sandbox.
+inline constexpr std::uint64_t kMinHeadroomBytes = std::uint64_t{16} << 20;
+
 /// What the sandbox allows.
 struct SandboxPolicy {
   std::optional<std::uint32_t> run_as_uid, run_as_gid;  ///< dropped to when root (and different)
@@ -25,7 +28,8 @@ struct SandboxPolicy {
 /// PR_SET_DUMPABLE 0 and a seccomp allowlist whose default is ERRNO(EPERM): an unexpected system
 /// call fails instead of killing the analyzer. Returns the steps that could not be applied but
 /// are not needed for safety (e.g. the net namespace of a non-root run), as warnings. Throws
-/// std::system_error naming the step when a step that matters fails.
+/// std::system_error naming the step when a step that matters fails, and std::runtime_error when
+/// memory_bytes is below the address space already mapped plus kMinHeadroomBytes.
 std::vector<std::string> apply_sandbox(const SandboxPolicy& policy);
 
 /// Reports, from inside the sandbox, what a hostile core could try (for tests, hidden flag

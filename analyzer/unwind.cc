@@ -21,9 +21,12 @@ const Dwfl_Callbacks kCallbacks = {
     .debuginfo_path = &g_debuginfo_path,
 };
 
+// libdwfl's last error, else libelf's (libdwfl passes some of those on without its own message).
 std::string dwfl_error() {
-  const char* msg = dwfl_errmsg(-1);
-  return msg != nullptr ? msg : "unknown libdwfl error";
+  const std::string dwfl_msg = dwfl_errno() != 0 ? dwfl_errmsg(-1) : "";
+  if (!dwfl_msg.empty() && dwfl_msg != "no error") return dwfl_msg;
+  if (elf_errno() != 0) return elf_errmsg(-1);
+  return "no reason given by libdwfl";
 }
 
 struct ElfCloser {
@@ -103,7 +106,8 @@ analysis::CrashReport unwind_core(int core_fd, const UnwindOptions& options) {
   }
   dwfl_report_end(dwfl.get(), nullptr, nullptr);
   if (dwfl_core_file_attach(dwfl.get(), elf.get()) < 0) {
-    return analysis::unavailable("core: its threads cannot be read (NT_PRSTATUS): " + dwfl_error());
+    return analysis::unavailable("core: its threads cannot be read (no usable NT_PRSTATUS note; a core cut "
+                                 "before its notes has none): " + dwfl_error());
   }
   std::vector<std::int64_t> tids;  // in NT_PRSTATUS order
   if (dwfl_getthreads(dwfl.get(), on_thread, &tids) != 0 || tids.empty()) {
