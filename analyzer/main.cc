@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -121,13 +122,16 @@ int main(int argc, char** argv) {
     return 2;  // the parent's bug: no report
   }
 
+  UniqueFd core_file;
+  if (!core_path.empty()) {
+    core_file.reset(::open(core_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!core_file) {
+      std::fprintf(stderr, "coredumpd-analyze: %s: %s\n", core_path.c_str(), std::strerror(errno));
+      return 2;
+    }
+  }
   const std::size_t max_bytes = request.max_report_bytes;
   try {
-    UniqueFd core_file;
-    if (!core_path.empty()) {
-      core_file.reset(::open(core_path.c_str(), O_RDONLY | O_CLOEXEC));
-      if (!core_file) throw std::system_error(errno, std::generic_category(), core_path);
-    }
     const int core = core_file ? core_file.get() : (core_fd >= 0 ? core_fd : 3);
     UniqueFd temp;
     if (request.compression == "zstd") temp = analyzer::open_temp_file(request.temp_dir);
