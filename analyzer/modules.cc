@@ -86,7 +86,7 @@ int on_module(Dwfl_Module* mod, void**, const char* name, Dwarf_Addr, void* arg)
   Dwarf_Addr start = 0, end = 0;
   dwfl_module_info(mod, nullptr, &start, &end, nullptr, nullptr, &mainfile, &debugfile);
   m.start = start;
-  m.end = end;
+  m.end = std::max(start, end);  // a forged core can make libdwfl report an inverted range
   if (mainfile != nullptr) m.elf = mainfile;
   if (debugfile != nullptr) m.debug = debugfile;
   const unsigned char* id = nullptr;

@@ -4,6 +4,8 @@
 #include <gelf.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <memory>
 #include <vector>
 
@@ -68,16 +70,29 @@ int on_thread(Dwfl_Thread* thread, void* arg) {
   return DWARF_CB_OK;
 }
 
-analysis::Thread unwind_thread(Dwfl* dwfl, std::int64_t tid, const UnwindOptions& options) {
+// The selected threads, unwound during one dwfl_getthreads() walk (dwfl_getthread_frames() would
+// walk the notes again per thread, and libdw 0.188 leaks a little on each of its early stops).
+struct ThreadWalk {
+  Dwfl* dwfl;
+  const UnwindOptions* options;
+  std::set<std::int64_t> wanted;
+  std::map<std::int64_t, analysis::Thread> done;
+};
+
+int on_wanted_thread(Dwfl_Thread* thread, void* arg) {
+  auto& walk = *static_cast<ThreadWalk*>(arg);
+  const std::int64_t tid = dwfl_thread_tid(thread);
+  if (!walk.wanted.contains(tid) || walk.done.contains(tid)) return DWARF_CB_OK;
   analysis::Thread t;
   t.tid = tid;
-  if (const auto it = options.thread_names.find(tid); it != options.thread_names.end()) t.name = it->second;
-  FrameWalk walk{dwfl, options.max_frames, &t, 0, {}};
-  const int rc = dwfl_getthread_frames(dwfl, static_cast<pid_t>(tid), on_frame, &walk);
-  if (rc == -1 && walk.error.empty()) walk.error = dwfl_error();
-  t.error = walk.error;
-  t.frames_omitted = walk.counted - t.frames.size();
-  return t;
+  if (const auto it = walk.options->thread_names.find(tid); it != walk.options->thread_names.end()) t.name = it->second;
+  FrameWalk frames{walk.dwfl, walk.options->max_frames, &t, 0, {}};
+  const int rc = dwfl_thread_getframes(thread, on_frame, &frames);
+  if (rc == -1 && frames.error.empty()) frames.error = dwfl_error();
+  t.error = frames.error;
+  t.frames_omitted = frames.counted - t.frames.size();
+  walk.done.emplace(tid, std::move(t));
+  return DWARF_CB_OK;
 }
 
 }  // namespace
@@ -132,9 +147,24 @@ analysis::CrashReport unwind_core(int core_fd, const UnwindOptions& options) {
   report.threads_omitted = others.size() - keep_others;
   others.resize(keep_others);
 
-  report.threads.push_back(unwind_thread(dwfl.get(), crashed, options));
+  ThreadWalk walk{dwfl.get(), &options, {others.begin(), others.end()}, {}};
+  walk.wanted.insert(crashed);
+  if (dwfl_getthreads(dwfl.get(), on_wanted_thread, &walk) != 0) {
+    report.warnings.push_back("threads: " + dwfl_error());
+  }
+  others.insert(others.begin(), crashed);
+  for (const auto tid : others) {
+    auto it = walk.done.find(tid);
+    if (it == walk.done.end()) {  // not met on the second walk: keep it, with the reason
+      analysis::Thread t;
+      t.tid = tid;
+      t.error = "thread not found again in the core";
+      report.threads.push_back(std::move(t));
+    } else {
+      report.threads.push_back(std::move(it->second));
+    }
+  }
   report.threads.front().crashed = true;
-  for (const auto tid : others) report.threads.push_back(unwind_thread(dwfl.get(), tid, options));
 
   ModuleScan scan = scan_modules(dwfl.get());
   report.modules = std::move(scan.modules);
