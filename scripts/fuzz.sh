@@ -17,7 +17,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "usage: $0 [SECONDS] [TARGET...]" >&2; exit 2; }
 shift $(($# > 0 ? 1 : 0))
-all_targets=(fuzz_request_ack fuzz_records fuzz_core_notes fuzz_config fuzz_proc_text fuzz_crash_report)
+all_targets=(fuzz_request_ack fuzz_records fuzz_core_notes fuzz_config fuzz_proc_text fuzz_crash_report fuzz_analyzer)
 if (($#)); then targets=("$@"); else targets=("${all_targets[@]}"); fi
 build=${FUZZ_BUILD_DIR:-$root/build/fuzz}
 fuzz_src=$root/tests/fuzz
@@ -49,6 +49,8 @@ for t in "${targets[@]}"; do
         -artifact_prefix="$dir/artifacts/")
   # Larger inputs let the core scanner reach notes after a few pages of memory.
   [[ $t == fuzz_core_notes ]] && opts+=(-max_len=16384)
+  # A real core (the seed, ~180 KiB) with its notes and stack.
+  [[ $t == fuzz_analyzer ]] && opts+=(-max_len=262144)
   if [[ -f $fuzz_src/$t.dict ]]; then
     cp "$fuzz_src/$t.dict" "$dir/dict"
     if [[ $t == fuzz_config ]]; then  # key names and values of the key tables, if new since the dictionary
