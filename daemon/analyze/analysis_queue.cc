@@ -17,10 +17,6 @@ namespace coredumpd {
 
 namespace {
 
-// Dumps refused by a full queue waiting for their "analysis queue full" record; past this many
-// they are only counted and logged (and, having no analysis, queued again at the next start).
-constexpr std::size_t kMaxOverflow = 4096;
-
 // At start, how many stored dumps (newest first) are looked at for a missing analysis, beyond the
 // queue's size: bounded, so a large store of analysed dumps does not cost a long scan.
 constexpr std::size_t kScanSlack = 256;
@@ -35,10 +31,7 @@ AnalysisQueue::~AnalysisQueue() { stop(); }
 AnalysisQueue::Queued AnalysisQueue::enqueue(AnalysisJob job, std::size_t capacity) {
   if (stopped_) return Queued::Stopped;
   if (ids_.contains(job.id)) return Queued::Duplicate;
-  if (jobs_.size() >= capacity) {
-    if (overflow_.size() < kMaxOverflow) overflow_.emplace_back(job.id, jobs_.size());
-    return Queued::Full;
-  }
+  if (jobs_.size() >= capacity) return Queued::Full;
   ids_.insert(job.id);
   jobs_.push_back(std::move(job));
   return Queued::Yes;
@@ -55,13 +48,15 @@ bool AnalysisQueue::submit(const DumpRecord& r) noexcept {
       q = enqueue(analysis_job_of(r), static_cast<std::size_t>(s.queue));
       pending = jobs_.size();
     }
-    if (q == Queued::Full) {
-      target_.stats.count(Outcome::AnalysisQueueFull);
-      if (log_limiter().allow("analysis queue full"))
-        spdlog::warn("analysis of {} unavailable: analysis queue full ({} pending)", r.id, pending);
-    }
-    if (q == Queued::Yes || q == Queued::Full) cv_.notify_one();
-    return q == Queued::Yes;
+    if (q == Queued::Yes) cv_.notify_one();
+    if (q != Queued::Full) return q == Queued::Yes;
+    // Recorded here, not by the worker, which may be busy for timeout_s: one index write, as the
+    // record's own was, on the same thread after the task's release.
+    target_.stats.count(Outcome::AnalysisQueueFull);
+    const std::string reason = "analysis queue full (" + std::to_string(pending) + " pending)";
+    if (log_limiter().allow("analysis queue full")) spdlog::warn("analysis of {} unavailable: {}", r.id, reason);
+    record_analysis(target_, r.id, analysis::unavailable(reason));
+    return false;
   } catch (...) {  // out of memory: the dump stays unanalysed, and is queued again at the next start
     return false;
   }
@@ -107,16 +102,8 @@ void AnalysisQueue::work(std::stop_token stop) {
   std::unique_lock lock(mu_);
   worker_tid_ = ::gettid();
   while (!stop.stop_requested()) {
-    cv_.wait(lock, stop, [&] { return !jobs_.empty() || !overflow_.empty() || scan_unanalysed_; });
+    cv_.wait(lock, stop, [&] { return !jobs_.empty() || scan_unanalysed_; });
     if (stop.stop_requested()) break;
-    if (!overflow_.empty()) {
-      const auto overflow = std::exchange(overflow_, {});
-      lock.unlock();
-      for (const auto& [id, pending] : overflow)
-        record_analysis(target_, id, analysis::unavailable("analysis queue full (" + std::to_string(pending) + " pending)"));
-      lock.lock();
-      continue;
-    }
     if (scan_unanalysed_) {
       scan_unanalysed_ = false;
       lock.unlock();

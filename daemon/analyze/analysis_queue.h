@@ -14,7 +14,6 @@
 #include <stop_token>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "daemon/analyze/analysis_job.h"
 #include "daemon/policy/analysis_settings.h"
@@ -36,11 +35,11 @@ class AnalysisQueue {
   AnalysisQueue(const AnalysisQueue&) = delete;
   AnalysisQueue& operator=(const AnalysisQueue&) = delete;
 
-  /// Queues the analysis of `r`, a record whose core is stored. Never blocks (no disk, no wait for
-  /// the worker) and never throws. Nothing when analysis is disabled, after stop(), or when the
-  /// dump is already queued or being analysed. When the queue is full the dump's analysis is
-  /// counted (AnalysisQueueFull) and recorded by the worker as unavailable
-  /// ("analysis queue full (N pending)"). Returns true if queued.
+  /// Queues the analysis of `r`, a record whose core is stored. Never waits for the worker or for
+  /// room, and never throws. Nothing when analysis is disabled, after stop(), or when the dump is
+  /// already queued or being analysed. When the queue is full the dump's analysis is counted
+  /// (AnalysisQueueFull) and recorded as unavailable ("analysis queue full (N pending)"): one
+  /// index write on the caller's thread, as its record's own. Returns true if queued.
   bool submit(const DumpRecord& r) noexcept;
 
   /// Asks the worker to queue, before anything else, the stored dumps that have no analysis yet
@@ -57,7 +56,7 @@ class AnalysisQueue {
 
  private:
   enum class Queued { Yes, Duplicate, Full, Stopped };
-  /// Queues `job` under mu_ (held); a full queue is noted in overflow_.
+  /// Queues `job` (mu_ held).
   Queued enqueue(AnalysisJob job, std::size_t capacity);
   void work(std::stop_token stop);
   void queue_unanalysed(const AnalysisSettings& s);
@@ -68,7 +67,6 @@ class AnalysisQueue {
   std::condition_variable_any cv_;
   std::deque<AnalysisJob> jobs_;
   std::set<std::string> ids_;                    ///< queued or running, for submit()'s dedup
-  std::vector<std::pair<std::string, std::size_t>> overflow_;  ///< dumps refused by a full queue, and the count then
   bool scan_unanalysed_ = false;
   bool stopped_ = false;
   pid_t worker_tid_ = 0;                         ///< the worker's TID once it runs

@@ -29,7 +29,7 @@ void read_urls(const KeyValue& v, DebuginfodSettings& d) {
   if (!v.value.is_array()) v.fail("expected a list of URLs");
   std::vector<std::string> urls;
   for (std::size_t i = 0; i < v.value.size(); ++i) {
-    const KeyValue url = v.child("[" + std::to_string(i) + "]", v.value[i]);
+    const KeyValue url{v.origin, v.key + "[" + std::to_string(i) + "]", v.value[i]};
     auto s = url.string();
     if (!s.starts_with("http://") && !s.starts_with("https://")) url.fail("expected an http:// or https:// URL, got \"" + s + "\"");
     if (s.find_first_of(" \t\n") != std::string::npos) url.fail("a URL cannot contain white space");
