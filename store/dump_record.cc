@@ -94,6 +94,9 @@ nlohmann::json to_json(const DumpRecord& r) {
   j["compression"] = r.compression;
   j["path"] = bytes_to_json(r.path);
   j["extra"] = r.extra;
+  j["signature"] = r.signature.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.signature);
+  j["signature_text"] = r.signature_text.empty() ? nlohmann::json(nullptr) : bytes_to_json(r.signature_text);
+  if (!r.analysis.is_null()) j["analysis"] = r.analysis;
   return j;
 }
 

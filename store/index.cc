@@ -26,7 +26,7 @@ using sqlite::Stmt;
 constexpr const char* kDbName = "index.sqlite";
 
 // Column order shared by INSERT, UPDATE and SELECT: bind_record() and read_record() follow it.
-// The columns of schema version 2 come last (see select_sql()).
+// The columns of schema versions 2 and 3 come last (see select_sql()).
 constexpr const char* kSelectV1Columns =
     "SELECT id, state, reason, timestamp_us, pid, tid, uid, gid, euid, egid, comm, exe, argv, argc,"
     " cwd, cgroup, hostname, boot_id, coredump_mask, signal, crashing_tid_ns, core_size,"
@@ -35,16 +35,20 @@ constexpr const char* kSelectV1Columns =
 constexpr const char* kInsert =
     "INSERT INTO dumps (id, state, reason, timestamp_us, pid, tid, uid, gid, euid, egid, comm, exe,"
     " argv, argc, cwd, cgroup, hostname, boot_id, coredump_mask, signal, crashing_tid_ns,"
-    " core_size, stored_size, compression, path, extra, rule, container_key)"
+    " core_size, stored_size, compression, path, extra, rule, container_key, signature, signature_text,"
+    " analysis)"
     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
-    " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)";
+    " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)";
 
 constexpr const char* kUpdate =
     "UPDATE dumps SET state = ?2, reason = ?3, timestamp_us = ?4, pid = ?5, tid = ?6, uid = ?7,"
     " gid = ?8, euid = ?9, egid = ?10, comm = ?11, exe = ?12, argv = ?13, argc = ?14, cwd = ?15,"
     " cgroup = ?16, hostname = ?17, boot_id = ?18, coredump_mask = ?19, signal = ?20,"
     " crashing_tid_ns = ?21, core_size = ?22, stored_size = ?23, compression = ?24, path = ?25,"
-    " extra = ?26, rule = ?27, container_key = ?28 WHERE id = ?1";
+    " extra = ?26, rule = ?27, container_key = ?28 WHERE id = ?1";  // not the analysis: set_analysis()
+
+constexpr const char* kSetAnalysis =
+    "UPDATE dumps SET signature = ?2, signature_text = ?3, analysis = ?4 WHERE id = ?1";
 
 bool valid_id(const std::string& id) {
   if (id.empty() || id.size() > 64) return false;
@@ -52,6 +56,35 @@ bool valid_id(const std::string& id) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   }
   return true;
+}
+
+bool valid_signature(const std::string& s) {
+  if (s.empty()) return true;
+  if (s.size() != 32) return false;
+  for (const char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+/// Binds the analysis columns: "" and a null report as NULL.
+void bind_analysis(Stmt& st, int first, const std::string& signature, const std::string& signature_text,
+                   const nlohmann::json& report) {
+  if (!valid_signature(signature)) throw IndexError("index: invalid signature (want 32 lower-case hex chars or \"\")");
+  const auto text_or_null = [&st](int i, const std::string& v) {
+    if (v.empty()) {
+      st.bind_null(i);
+    } else {
+      st.bind_text(i, v);
+    }
+  };
+  text_or_null(first, signature);
+  text_or_null(first + 1, signature_text);
+  if (report.is_null()) {
+    st.bind_null(first + 2);
+  } else {
+    st.bind_text(first + 2, report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
 }
 
 bool valid_path(const std::string& p) {
@@ -83,7 +116,7 @@ std::optional<std::vector<std::string>> decode_argv(const std::string& blob, std
   return argv;
 }
 
-void bind_record(Stmt& st, const DumpRecord& r) {
+void bind_record(Stmt& st, const DumpRecord& r, bool is_update) {
   if (!valid_id(r.id)) throw IndexError("index: invalid dump id (want 1..64 lower-case hex chars)");
   if (!valid_path(r.path)) throw IndexError("index: core path of " + r.id + " is not a file name");
   const std::string argv = encode_argv(r.argv);
@@ -116,11 +149,12 @@ void bind_record(Stmt& st, const DumpRecord& r) {
   st.bind_text(26, extra);
   st.bind_text(27, r.rule);
   st.bind_opt_blob(28, r.container_key);
+  if (!is_update) bind_analysis(st, 29, r.signature, r.signature_text, r.analysis);
 }
 
 /// The record at the current row of a statement from select_sql(). A database of schema version 1
 /// (opened read-only, so not migrated) has no rule and container_key columns: they are derived
-/// from extra, as the migration does.
+/// from extra, as the migration does; one older than 3 has no analysis.
 DumpRecord read_record(const Stmt& st, const std::string& path, int version) {
   DumpRecord r;
   r.id = st.bytes(0);
@@ -163,6 +197,14 @@ DumpRecord read_record(const Stmt& st, const std::string& path, int version) {
     r.rule = rule_from_extra(r.extra);
     r.container_key = container_key_from_extra(r.extra);
   }
+  if (version >= 3) {
+    r.signature = st.opt_bytes(28).value_or("");
+    r.signature_text = st.opt_bytes(29).value_or("");
+    if (const auto analysis = st.opt_bytes(30)) {  // NULL: not analysed, or left out by list()
+      r.analysis = nlohmann::json::parse(*analysis, nullptr, /*allow_exceptions=*/false);
+      if (r.analysis.is_discarded()) throw bad("unparsable analysis JSON");
+    }
+  }
   return r;
 }
 
@@ -173,13 +215,16 @@ std::string Index::db_path(const std::string& store_dir) {
   return store_dir + "/" + kDbName;
 }
 
-std::string Index::select_sql() const {
-  return std::string(kSelectV1Columns) + (version_ >= 2 ? ", rule, container_key" : "") + " FROM dumps";
+std::string Index::select_sql(bool with_analysis) const {
+  std::string sql = kSelectV1Columns;
+  if (version_ >= 2) sql += ", rule, container_key";
+  if (version_ >= 3) sql += with_analysis ? ", signature, signature_text, analysis" : ", signature, signature_text, NULL";
+  return sql + " FROM dumps";
 }
 
 void Index::write_one(const DumpRecord& r, bool is_update) {
   Stmt st(db_, path_, is_update ? kUpdate : kInsert);
-  bind_record(st, r);
+  bind_record(st, r, is_update);
   st.step(is_update ? "update" : "insert");
   if (sqlite3_changes(db_) != 1) throw IndexError("index " + path_ + ": no dump with id " + r.id);
 }
@@ -260,7 +305,7 @@ std::vector<RowSummary> Index::list_summaries() const {
 std::optional<DumpRecord> Index::get(const std::string& id) const {
   std::lock_guard lock(mu_);
   require_open();
-  Stmt st(db_, path_, (select_sql() + " WHERE id = ?1").c_str());
+  Stmt st(db_, path_, (select_sql(/*with_analysis=*/true) + " WHERE id = ?1").c_str());
   st.bind_text(1, id);
   if (!st.step("get")) return std::nullopt;
   return read_record(st, path_, version_);
@@ -272,6 +317,18 @@ bool Index::remove(const std::string& id) {
   Stmt st(db_, path_, "DELETE FROM dumps WHERE id = ?1");
   st.bind_text(1, id);
   st.step("remove");
+  return sqlite3_changes(db_) == 1;
+}
+
+bool Index::set_analysis(const std::string& id, const nlohmann::json& report, const std::string& signature,
+                         const std::string& signature_text) {
+  std::lock_guard lock(mu_);
+  require_open();
+  if (!writable_) throw IndexError("index " + path_ + " is read-only: cannot store the analysis of " + id);
+  Stmt st(db_, path_, kSetAnalysis);
+  st.bind_text(1, id);
+  bind_analysis(st, 2, signature, signature_text, report);
+  st.step("set analysis");
   return sqlite3_changes(db_) == 1;
 }
 

@@ -39,20 +39,22 @@ struct RowSummary {
 /// an internal mutex. Writers use WAL mode and a busy timeout, so dumpctl can read while the daemon
 /// writes.
 ///
-/// Schema (version 2, kept in `PRAGMA user_version`; the versions and their migrations are in
+/// Schema (version 3, kept in `PRAGMA user_version`; the versions and their migrations are in
 /// store/index_schema.h): one table `dumps`, a column per DumpRecord field. Strings from the crashing process (comm, exe, cwd, cgroup, hostname) and `reason` are
 /// BLOBs holding the exact bytes. `argv` is a BLOB of every argument followed by one NUL byte
 /// (the /proc/<pid>/cmdline layout: [] is empty, [""] is one NUL byte) and `argc` is the argument
 /// count, checked on read. `extra` is TEXT (compact JSON). `state` is state_name(); optional
 /// fields are NULL when unset; the u64 sizes are stored as the same 64 bits in SQLite's signed
-/// INTEGER. `rule` is TEXT; `container_key` a BLOB, NULL when no container was recorded. Indices on
-/// `timestamp_us`, `pid` and `container_key`.
+/// INTEGER. `rule` is TEXT; `container_key` a BLOB, NULL when no container was recorded.
+/// `signature`, `signature_text` and `analysis` (the report's compact JSON) are TEXT, NULL until
+/// set_analysis() writes them; update() never touches them. Indices on `timestamp_us`, `pid`,
+/// `container_key` and `signature`.
 class Index {
  public:
   /// The schema version this build reads and writes. A database with a larger `user_version` is
   /// refused (IndexError); version 0 means "no schema yet" (created by writable opens). A writable
   /// open migrates an older database (index_schema::upgrade()); a read-only open reads it as it is.
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
   /// How long a call waits for a lock held by another connection before failing, in milliseconds.
   static constexpr int kBusyTimeoutMs = 10000;
 
@@ -105,9 +107,11 @@ class Index {
   /// Throws IndexError on a read-only index or an SQLite failure.
   bool remove(const std::string& id);
   /// Stores the analysis of dump `id` (analysis/crash_report.h): the `analysis` column gets
-  /// `report` (compact JSON), `signature` and `signature_text` theirs ("" stored as NULL). Replaces
-  /// an earlier analysis. Returns false if there is no such row. Throws IndexError on a read-only
-  /// index or an SQLite failure.
+  /// `report` (compact JSON; null stores NULL), `signature` and `signature_text` theirs ("" stored
+  /// as NULL). Replaces an earlier analysis. Durable when it returns (one statement under the
+  /// mutex, so never inside another caller's group commit). Returns false if there is no such row.
+  /// Throws IndexError on a read-only index, a signature that is neither "" nor 32 lower-case hex
+  /// characters, or an SQLite failure.
   bool set_analysis(const std::string& id, const nlohmann::json& report, const std::string& signature,
                     const std::string& signature_text);
   /// Marks every InProgress row Interrupted with `reason` (called at daemon start). Returns how
@@ -130,8 +134,9 @@ class Index {
   void open_read_only();
   void connect_read_only(const std::string& name, int flags);  // sqlite3_open_v2 name, then the version
   int user_version() const;
-  /// The SELECT of every column read_record() reads, for this database's schema version.
-  std::string select_sql() const;
+  /// The SELECT of every column read_record() reads, for this database's schema version; the
+  /// analysis column only `with_analysis` (else NULL in its place: a report may be 1 MiB).
+  std::string select_sql(bool with_analysis = false) const;
   /// insert()/update(): queues the write and waits; the first waiter without a leader commits
   /// every queued write in one transaction (group commit), one SAVEPOINT each.
   void store(const DumpRecord& r, bool is_update);

@@ -53,6 +53,14 @@ constexpr const char* kMigrateV2 =
     "ALTER TABLE dumps ADD COLUMN container_key BLOB;"
     "CREATE INDEX dumps_container ON dumps(container_key);";
 
+// Version 3: the analysis of the stored core (Index::set_analysis()). NULL until analysed; no
+// back-fill (an older row was never analysed).
+constexpr const char* kMigrateV3 =
+    "ALTER TABLE dumps ADD COLUMN signature TEXT;"
+    "ALTER TABLE dumps ADD COLUMN signature_text TEXT;"
+    "ALTER TABLE dumps ADD COLUMN analysis TEXT;"
+    "CREATE INDEX dumps_signature ON dumps(signature);";
+
 /// Version 2's columns of one row, derived from its extra.
 struct DerivedColumns {
   std::int64_t rowid = 0;
@@ -84,14 +92,15 @@ void back_fill_v2(sqlite3* db, const std::string& path) {
 }  // namespace
 
 void upgrade(sqlite3* db, const std::string& path, int version) {
-  static_assert(Index::kSchemaVersion == 2, "add the migration to the new version here");
+  static_assert(Index::kSchemaVersion == 3, "add the migration to the new version here");
   if (version >= Index::kSchemaVersion) return;
   if (version < 1) exec(db, path, kSchemaV1, "create schema");
   if (version < 2) {
     exec(db, path, kMigrateV2, "add columns rule, container_key");
     back_fill_v2(db, path);
   }
-  exec(db, path, "PRAGMA user_version = 2", "set schema version");
+  if (version < 3) exec(db, path, kMigrateV3, "add columns signature, signature_text, analysis");
+  exec(db, path, "PRAGMA user_version = 3", "set schema version");
 }
 
 const char* rule_expression(int version) {

@@ -6,6 +6,8 @@
 //   2  columns `rule` (TEXT NOT NULL, "" for the defaults) and `container_key` (BLOB, NULL when no
 //      container was recorded), back-filled from each row's extra.rule / extra.container.key;
 //      index on container_key.
+//   3  columns `signature`, `signature_text` and `analysis` (TEXT, NULL until Index::set_analysis()
+//      stores the analysis of the core); index on signature.
 #pragma once
 
 #include <string>
