@@ -1,6 +1,6 @@
 // Stand-ins for coredumpd-analyze (analysis/analyzer_run.h's interface: the request JSON on fd 0,
 // the core on fd 3, the report on fd 1), for the daemon's analysis tests (tests/integration/
-// analysis_test.cc). Built three times, FAKE_ANALYZER_MODE choosing what it does:
+// analysis_test.cc). Built three times, STAND_IN_MODE choosing what it does:
 //   ok     reads the request and the core's first bytes, prints a fixed valid report that names
 //          what it was given (in "warnings") and the signature kFakeSignature;
 //   hang   reads the request, then sleeps until killed;
@@ -42,7 +42,7 @@ int main() {
     std::fprintf(stderr, "fake analyzer: the request is not a JSON object\n");
     return 2;
   }
-  const std::string mode = FAKE_ANALYZER_MODE;
+  const std::string mode = STAND_IN_MODE;
   if (mode == "hang") {
     for (;;) ::pause();
   }
@@ -62,7 +62,12 @@ int main() {
   Thread t;
   t.tid = request.value("crashing_tid", nlohmann::json(1)).is_number_integer() ? request["crashing_tid"].get<std::int64_t>() : 1;
   t.crashed = true;
-  t.frames.push_back(Frame{.pc = 0x1000, .module = "fake", .module_offset = 0x1000, .function = "fake_frame"});
+  Frame f;
+  f.pc = 0x1000;
+  f.module = "fake";
+  f.module_offset = 0x1000;
+  f.function = "fake_frame";
+  t.frames.push_back(std::move(f));
   r.threads.push_back(std::move(t));
   r.threads_total = 1;
   r.warnings.push_back("compression " + request.value("compression", std::string("?")));
