@@ -33,6 +33,18 @@ PollResult poll_until(int fd, short events, Clock::time_point deadline) {
   }
 }
 
+PollResult poll_many_until(std::span<pollfd> fds, Clock::time_point deadline) {
+  while (true) {
+    const int ready = ::poll(fds.data(), fds.size(), timeout_ms(deadline));
+    if (ready > 0) return {PollStatus::Ready, 0, 0};
+    if (ready == 0) {
+      if (Clock::now() >= deadline) return {PollStatus::Timeout, 0, 0};
+      continue;
+    }
+    if (errno != EINTR) return {PollStatus::Failed, 0, errno};
+  }
+}
+
 PollResult poll_for(int fd, short events, std::chrono::milliseconds timeout) {
   return poll_until(fd, events, Clock::now() + timeout);
 }

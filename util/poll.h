@@ -4,6 +4,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <span>
 
 namespace coredumpd {
 
@@ -25,6 +26,10 @@ struct PollResult {
 /// EINTR is retried with the time left, rounded up to whole milliseconds so that the wait never
 /// spins with a zero timeout before the deadline. A deadline of time_point::max() waits forever.
 PollResult poll_until(int fd, short events, std::chrono::steady_clock::time_point deadline);
+
+/// poll_until() on several descriptors: waits until one of `fds` reports an event (each pollfd's
+/// revents is set; PollResult::revents stays 0) or `deadline` passes. A pollfd with fd -1 is ignored.
+PollResult poll_many_until(std::span<pollfd> fds, std::chrono::steady_clock::time_point deadline);
 
 /// poll_until() with a deadline `timeout` from now.
 PollResult poll_for(int fd, short events, std::chrono::milliseconds timeout);
