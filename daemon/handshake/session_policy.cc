@@ -46,6 +46,10 @@ void Session::decide() {
     for (const auto& e : facts_.environ) env.push_back(bytes_to_json(e));
     record_.extra[extras::kEnviron] = std::move(env);
   }
+  if (policy_.capture_thread_names && facts_.thread_names.is_object()) {
+    record_.extra[extras::kThreadNames] = facts_.thread_names;
+    if (!facts_.thread_names_incomplete.is_null()) record_.extra[extras::kThreadNamesIncomplete] = facts_.thread_names_incomplete;
+  }
 }
 
 // The rule's rate limit, counted per (rule, container, executable): a crash beyond it gets a

@@ -92,6 +92,9 @@ constexpr ConfigKey<Policy> kPolicy[] = {
         "Reject the dump of a task whose RLIMIT_CORE is below one page (the kernel ignores it for sockets; "
         "off as in Debian's systemd-coredump, which is passed 2^63 for %c)."),
     boolean_key<&Policy::capture_environ>("capture_environ", "Store /proc/<pid>/environ (it often holds secrets)."),
+    boolean_key<&Policy::capture_thread_names>("capture_thread_names",
+        "Store every thread's name (/proc/<pid>/task/*/comm, read before the ack, at most 4096) in "
+        "extra.thread_names, for the stack traces."),
     integer_key<&Policy::compression_level>("compression_level", 1, 19, "zstd level of the stored core."),
     {.name = "max_core_bytes", .type = "integer or null", .min = 4096, .max = INT64_MAX, .values = ">= 4096",
      .description = "Largest core stored, bytes (over_size decides what happens beyond); null: unlimited. Default "

@@ -59,6 +59,7 @@ struct Policy {
   /// of tasks whose limit is 0 (most shells). On: a limit below one page means no core (wants_for()).
   bool honor_rlimit_core = false;
   bool capture_environ = false;   ///< store /proc/<pid>/environ (it often holds secrets)
+  bool capture_thread_names = true;  ///< store every thread's comm (extra.thread_names) for the analysis
   int compression_level = 3;      ///< zstd level
   /// Larger cores are cut (over_size decides how). Default: systemd-coredump's ProcessSizeMax= and
   /// ExternalSizeMax= on 64-bit, 32 GiB (coredump.conf(5); 1 GiB on 32-bit).

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include "daemon/proc/partial_facts.h"
+#include "daemon/proc/thread_names.h"
 #include "store/dump_record.h"
 #include "util/dir.h"
 #include "util/text.h"
@@ -135,6 +136,26 @@ void collect_threads(const ProcDir& proc, HandshakeFacts& f, const CollectLimits
   // A readdir failure part way keeps the threads seen so far, as before.
   if (failed && failed->step == DirError::Step::Open)
     f.errors["threads"] = std::string("task/: ") + std::strerror(failed->error);
+}
+
+// Every thread's name, by the TIDs the threads collector listed (its NSpid lines map them into the
+// task's pid namespace, so no status is read twice), within the collector budget.
+void collect_thread_names(const ProcDir& proc, HandshakeFacts& f, const CollectLimits& limits, const PartialFacts& so_far) {
+  const auto [threads, truncated] = so_far.read([](const HandshakeFacts& s) {
+    return std::pair(s.threads, s.errors.contains("threads"));
+  });
+  if (threads.empty()) {
+    f.errors["thread_names"] = "no thread list (see threads)";
+    return;
+  }
+  std::optional<std::size_t> total;  // only needed when the list stopped at its cap: one more read
+  std::string err;
+  if (truncated)
+    if (auto st = proc.read("status", kSmallFileMax, err)) total = parse_status_threads(*st);
+  auto r = read_thread_names(proc, threads, kThreadNamesMax, std::min(limits.deadline, Clock::now() + limits.per_collector), total);
+  if (!r.error.empty()) f.errors["thread_names"] = r.error;
+  f.thread_names = std::move(r.names);
+  f.thread_names_incomplete = std::move(r.incomplete);
 }
 
 // Open descriptors with their targets and fdinfo (pos, flags, mnt_id, ino, lock lines). This is the
@@ -257,7 +278,8 @@ constexpr Collector kCollectors[] = {
     {"comm", collect_comm},         {"exe", collect_exe},           {"cmdline", collect_cmdline},
     {"cwd", collect_cwd},           {"cgroup", collect_cgroup},     {"limits", collect_limits},
     {"fds", collect_fds},           {"locks", collect_locks},       {"threads", collect_threads},
-    {"hostname", collect_hostname}, {"namespaces", collect_namespaces}, {"status", collect_status},
+    {"thread_names", collect_thread_names},                         {"hostname", collect_hostname},
+    {"namespaces", collect_namespaces},                             {"status", collect_status},
     {"test_delay", collect_test_delay}, {"maps", collect_maps},     {"environ", collect_environ},
 };
 

@@ -42,6 +42,10 @@ struct HandshakeFacts {
   /// per file mapping), estimated from maps; for rejecting an over-size dump before it streams.
   std::optional<std::uint64_t> estimated_core_bytes;
   std::vector<std::string> environ;          ///< only stored if policy allows (it holds secrets)
+  /// {"<tid in the task's pid ns>": byte string}: task/*/comm (daemon/proc/thread_names.h).
+  nlohmann::json thread_names;
+  /// {"read", "omitted", "reason"} when some thread names were not read; null otherwise.
+  nlohmann::json thread_names_incomplete;
   std::string status;                        ///< /proc/<pid>/status (NSpid, Uid, Gid, CoreDumping...)
   std::string uid_map, gid_map;              ///< the process's user namespace id maps
   /// Everything else, for the record's "proc" metadata: fds (with fdinfo and lock lines), locks
@@ -78,7 +82,7 @@ bool sleep_test_delay(const CollectLimits& limits);
 std::span<const char* const> handshake_collector_names();
 
 /// Runs every handshake collector on `proc`, in order: comm, exe, cmdline, cwd, cgroup, limits, fds
-/// (links, fdinfo, lock lines), locks, threads, hostname, namespaces, status (with mountinfo and the
+/// (links, fdinfo, lock lines), locks, threads, thread_names, hostname, namespaces, status (with mountinfo and the
 /// id maps), maps, environ; each publishes its result to `out` as soon as it returns, then
 /// out.finish() is called. Collectors not started by the deadline are recorded in `errors` as
 /// "skipped: handshake deadline" (and stay missed); one that ran out of its budget says so.

@@ -36,6 +36,8 @@ void merge_facts(HandshakeFacts& into, HandshakeFacts&& d) {
   take_if_set(into.status, d.status);
   take_if_set(into.uid_map, d.uid_map);
   take_if_set(into.gid_map, d.gid_map);
+  if (!d.thread_names.is_null()) into.thread_names = std::move(d.thread_names);
+  if (!d.thread_names_incomplete.is_null()) into.thread_names_incomplete = std::move(d.thread_names_incomplete);
   merge_object(into.proc, d.proc);
   merge_object(into.errors, d.errors);
   merge_object(into.timings_us, d.timings_us);

@@ -51,6 +51,7 @@ Config scrambled() {
   c.defaults.post_dump = {};
   c.defaults.honor_rlimit_core = !c.defaults.honor_rlimit_core;
   c.defaults.capture_environ = !c.defaults.capture_environ;
+  c.defaults.capture_thread_names = !c.defaults.capture_thread_names;
   c.defaults.compression_level = 17;
   c.defaults.max_core_bytes = 8192;
   c.defaults.truncate_over_size = !c.defaults.truncate_over_size;
@@ -70,6 +71,7 @@ void expect_same_policy(const Policy& got, const Policy& want) {
   EXPECT_EQ(got.post_dump, want.post_dump);
   EXPECT_EQ(got.honor_rlimit_core, want.honor_rlimit_core);
   EXPECT_EQ(got.capture_environ, want.capture_environ);
+  EXPECT_EQ(got.capture_thread_names, want.capture_thread_names);
   EXPECT_EQ(got.compression_level, want.compression_level);
   EXPECT_EQ(got.max_core_bytes, want.max_core_bytes);
   EXPECT_EQ(got.truncate_over_size, want.truncate_over_size);
