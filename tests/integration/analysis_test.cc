@@ -60,7 +60,9 @@ class Analysis : public FakeKernelDaemon {
         15s);
     EXPECT_FALSE(id.empty()) << "no record for the crash";
     seen_.insert(id);
-    if (const auto r = get(id)) EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+    if (const auto r = get(id)) {
+      EXPECT_EQ(r->state, DumpState::Complete) << r->reason;
+    }
     return id;
   }
 
