@@ -1,6 +1,6 @@
 // Integration tests of issue 22 item 1, the daemon side: a stored core is analysed after the store,
 // never on the crash path. coredumpd runs under the fake kernel with "analysis.analyzer" pointing
-// at a stand-in (tests/programs/stand_in_analyzer.cc) that prints a fixed report, hangs or crashes.
+// at a stand-in (tests/programs/analyzer_stand_ins.cc) that prints a fixed report, hangs or crashes.
 #include <gtest/gtest.h>
 
 #include <signal.h>

@@ -1,6 +1,6 @@
 // Real-kernel test of issue 22 item 1: a real crash is stored and its task released first, then
 // its record gains the analysis, run after the store by coredumpd's analysis thread (here with the
-// stand-in analyzer tests/programs/stand_in_analyzer.cc, so that only the daemon's side is tested).
+// stand-in analyzer tests/programs/analyzer_stand_ins.cc, so that only the daemon's side is tested).
 #include <gtest/gtest.h>
 
 #include <algorithm>
