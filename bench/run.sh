@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds coredumpd, raw-drain-server and the crasher (RelWithDebInfo, build/bench) and runs the
 # benchmark. Arguments go to run_bench.py: bash bench/run.sh [--quick] [--reps N] [--json-out F] ...
+# (bash bench/run.sh --analysis-e2e [ARGS...] runs bench/analysis_bench.py with ARGS instead.)
 # Needs root (the benchmark points kernel.core_pattern at the servers under test, and the
 # packages it builds with are installed with apt-get when missing).
 set -euo pipefail
@@ -21,6 +22,18 @@ quietly() {
 bash "$root/scripts/install-deps.sh" >&2
 quietly cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOREDUMPD_TESTS=OFF
 quietly ninja -C "$build" coredumpd raw-drain-server bench-crasher
+# The analyzer coredumpd runs on each stored core (analysis.analyzer "": the build tree's), once
+# the tree has it (issue 22).
+analyzer="$build/analyzer/coredumpd-analyze"
+if ninja -C "$build" -t targets all 2>/dev/null | grep -q '^coredumpd-analyze:'; then
+  quietly ninja -C "$build" coredumpd-analyze
+fi
+# --analysis-e2e [ARGS...]: the analysis end-to-end figures (bench/analysis_bench.py) instead.
+if [[ "${1:-}" == "--analysis-e2e" ]]; then
+  shift
+  exec python3 "$here/analysis_bench.py" --coredumpd "$build/daemon/coredumpd" \
+    --crasher "$build/bench/bench-crasher" --analyzer "$analyzer" "$@"
+fi
 
 # systemd-coredump 252, measured beside coredumpd: Debian's package unpacked into the build
 # directory, not installed (its postinst would point core_pattern at it for good). It runs with the

@@ -18,6 +18,7 @@ Python standard library only. See bench/README.md for how to read the output.
 """
 
 import argparse
+import atexit
 import contextlib
 import ctypes
 import datetime
@@ -1249,6 +1250,9 @@ def parse_args(argv):
     p.add_argument("--variant", action="append", default=[], metavar="NAME=CONFIG[:BINARY]",
                    help="also run coredumpd (or BINARY, another build of it) as server NAME with --config CONFIG: "
                         "an A/B in the same interleaved run (repeatable)")
+    p.add_argument("--analysis-ab", action="store_true",
+                   help="also run coredumpd with analysis off as server 'no-analysis' (coredumpd analyses each "
+                        "stored core by default): the released and stored figures with and without it, same run")
     p.add_argument("--budget-s", type=float, default=540,
                    help="skip repetitions that would end after this many seconds of run time "
                         "(default: 540; 0: no limit)")
@@ -1280,6 +1284,15 @@ def parse_args(argv):
             p.error(f"--variant {v!r}: want NAME=CONFIG[:BINARY], a new name, an existing file and an executable")
         args.variants[name] = (os.path.abspath(config), os.path.abspath(binary))
         args.servers.append(name)
+    if args.analysis_ab:
+        if "no-analysis" in args.variants:
+            p.error("--analysis-ab: the name no-analysis is taken by a --variant")
+        fd, config = tempfile.mkstemp(prefix="coredumpd-bench-no-analysis-", suffix=".json", dir="/var/tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"analysis": {"enabled": False}}, f)
+        atexit.register(os.unlink, config)
+        args.variants["no-analysis"] = (config, os.path.abspath(args.coredumpd))
+        args.servers.append("no-analysis")
     args.quick_skipped = []
     if args.quick:
         args.quick_skipped = [f"{s} MiB scenarios (--quick)" for s in args.sizes if s > 512]

@@ -8,6 +8,7 @@
 #include "cli/json_output.h"
 #include "cli/match.h"
 #include "cli/short_id.h"
+#include "cli/stack_trace.h"
 #include "store/index.h"
 #include "store/record_extras.h"
 #include "util/text.h"
@@ -15,24 +16,6 @@
 namespace coredumpd::cli {
 
 namespace {
-
-constexpr std::size_t kLabelWidth = 15;
-
-/// Prints "   Label: value"; further lines of `value` (split at '\n') are indented under it.
-/// `value` must already be safe to print (escaped).
-void field(std::ostream& out, const std::string& label, const std::string& value) {
-  std::string line(kLabelWidth > label.size() ? kLabelWidth - label.size() : 0, ' ');
-  line += label + ": ";
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t nl = value.find('\n', start);
-    line.append(value, start, nl == std::string::npos ? std::string::npos : nl - start);
-    out << line << '\n';
-    if (nl == std::string::npos) break;
-    start = nl + 1;
-    line.assign(kLabelWidth + 2, ' ');
-  }
-}
 
 /// Escapes a possibly multi-line value line by line (one trailing newline is dropped), so that
 /// e.g. a cgroup v1 file shows as several indented lines instead of "\n" escapes.
@@ -112,7 +95,10 @@ std::string warning_for(const DumpRecord& r, CoreStatus status) {
 int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
   const Index index(g.store, /*writable=*/false);
   const std::vector<DumpRecord> records = index.list();
-  const DumpRecord& r = select_dump(records, o.match);
+  // list() leaves the analysis out (a report may be 1 MiB): read the chosen row in full.
+  const std::optional<DumpRecord> full = index.get(select_dump(records, o.match).id);
+  if (!full) throw DumpctlError("the dump disappeared from the index while it was read (vacuumed?)");
+  const DumpRecord& r = *full;
   const CoreStatus status = core_status(g.store, r);
   const std::string warning = warning_for(r, status);
   if (!warning.empty()) io.err << "dumpctl: warning: " << warning << '\n';
@@ -120,65 +106,71 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
   if (o.json) {
     auto j = to_json(r);
     j["short_id"] = ShortIds(ids_of(records)).of(r.id);  // what `list` shows for it
+    // The analysis as stored (analysis/crash_report.h's shape), for readers of the JSON.
+    if (!j.contains("signature")) j["signature"] = r.signature.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.signature);
+    if (!j.contains("signature_text")) j["signature_text"] = bytes_to_json(r.signature_text);
+    if (!j.contains("analysis")) j["analysis"] = r.analysis;
     print_json(j, io);
     return 0;
   }
 
   std::ostream& out = io.out;
-  field(out, "ID", escape_for_display(r.id));
-  field(out, "PID", std::to_string(r.pid) + " (" + escape_for_display(r.comm) + ")" + ns_view(r, "ns_pid", r.pid, "pid"));
+  print_info_field(out, "ID", escape_for_display(r.id));
+  print_info_field(out, "PID", std::to_string(r.pid) + " (" + escape_for_display(r.comm) + ")" + ns_view(r, "ns_pid", r.pid, "pid"));
   if (r.tid || r.crashing_tid_ns) {
     std::string tid = r.tid ? std::to_string(*r.tid) : "?";
     if (r.crashing_tid_ns)
       tid += " (" + std::to_string(*r.crashing_tid_ns) + " in its pid namespace)";
-    field(out, "TID", tid);
+    print_info_field(out, "TID", tid);
   }
-  field(out, "UID", id_pair(r.uid, r.euid) + ns_view(r, "ns_uid", r.uid, "user"));
-  field(out, "GID", id_pair(r.gid, r.egid) + ns_view(r, "ns_gid", r.gid, "user"));
-  if (const auto c = container_text(r); !c.empty()) field(out, "Container", c);
+  print_info_field(out, "UID", id_pair(r.uid, r.euid) + ns_view(r, "ns_uid", r.uid, "user"));
+  print_info_field(out, "GID", id_pair(r.gid, r.egid) + ns_view(r, "ns_gid", r.gid, "user"));
+  if (const auto c = container_text(r); !c.empty()) print_info_field(out, "Container", c);
   if (r.extra.is_object() && r.extra.contains(extras::kRule) && r.extra[extras::kRule].is_string()) {
     const auto rule = r.extra[extras::kRule].get<std::string>();
-    field(out, "Rule", rule.empty() ? "(defaults)" : escape_for_display(rule));
+    print_info_field(out, "Rule", rule.empty() ? "(defaults)" : escape_for_display(rule));
   }
   // Records written before the daemon said why have no reason.
   const auto signal_unavailable_text = [](const DumpRecord& d) {
     const auto it = d.extra.is_object() ? d.extra.find(extras::kSignalUnavailable) : d.extra.end();
     return it != d.extra.end() && it->is_string() ? escape_for_display(it->get<std::string>()) : std::string("not recorded");
   };
-  field(out, "Signal",
+  print_info_field(out, "Signal",
         r.signal ? std::to_string(*r.signal) + " (" + signal_name(*r.signal) + ")"
                  : "not known: " + signal_unavailable_text(r));
-  field(out, "Timestamp",
+  print_info_field(out, "Timestamp",
         format_timestamp(r.timestamp_us, true) + " (" + std::to_string(r.timestamp_us) +
             " us since the epoch)");
-  field(out, "Command Line", r.argv.empty() ? "(empty)" : shell_join(r.argv));
-  field(out, "Executable", escape_for_display(r.exe));
-  field(out, "Comm", escape_for_display(r.comm));
-  field(out, "Working Dir", escape_for_display(r.cwd));
-  field(out, "Control Group", escape_lines(r.cgroup));
-  field(out, "Hostname", escape_for_display(r.hostname));
-  field(out, "Boot ID", escape_for_display(r.boot_id));
-  field(out, "Coredump Mask", describe_coredump_mask(r.coredump_mask));
+  print_info_field(out, "Command Line", r.argv.empty() ? "(empty)" : shell_join(r.argv));
+  print_info_field(out, "Executable", escape_for_display(r.exe));
+  print_info_field(out, "Comm", escape_for_display(r.comm));
+  print_info_field(out, "Working Dir", escape_for_display(r.cwd));
+  print_info_field(out, "Control Group", escape_lines(r.cgroup));
+  print_info_field(out, "Hostname", escape_for_display(r.hostname));
+  print_info_field(out, "Boot ID", escape_for_display(r.boot_id));
+  print_info_field(out, "Coredump Mask", describe_coredump_mask(r.coredump_mask));
   std::string state = state_name(r.state);
   if (!r.reason.empty()) state += " (" + escape_for_display(r.reason) + ")";
-  field(out, "State", state);
-  field(out, "Core Size", size_text(r.core_size));
-  field(out, "Stored Size", size_text(r.stored_size));
-  field(out, "Compression", compression_text(r));
+  print_info_field(out, "State", state);
+  print_info_field(out, "Core Size", size_text(r.core_size));
+  print_info_field(out, "Stored Size", size_text(r.stored_size));
+  print_info_field(out, "Compression", compression_text(r));
   if (const auto path = core_file_path(g.store, r)) {
-    field(out, "Storage", escape_for_display(*path) + " (" + core_status_name(status) + ")");
+    print_info_field(out, "Storage", escape_for_display(*path) + " (" + core_status_name(status) + ")");
   } else {
-    field(out, "Storage", std::string("none (") + core_status_name(status) + ")");
+    print_info_field(out, "Storage", std::string("none (") + core_status_name(status) + ")");
   }
-  for (const auto& d : info_details(r.extra)) field(out, d.label, d.value);
+  for (const auto& d : info_details(r.extra)) print_info_field(out, d.label, d.value);
+  const bool has_core = status == CoreStatus::Present || status == CoreStatus::Truncated;
+  for (const auto& d : analysis_fields(r, has_core)) print_info_field(out, d.label, d.value);
   if (o.extra && !r.extra.is_null() && !(r.extra.is_object() && r.extra.empty())) {
     // JSON escapes C0 controls inside strings; sanitize_json_text() also escapes C1 controls and
     // bidi overrides, which JSON leaves raw.
-    field(
+    print_info_field(
         out, "Extra",
         sanitize_json_text(r.extra.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));
   }
-  if (!warning.empty()) field(out, "Warning", warning);
+  if (!warning.empty()) print_info_field(out, "Warning", warning);
   return out ? 0 : 1;
 }
 

@@ -1,6 +1,5 @@
 // `dumpctl list`: one line per dump, or a JSON array.
 #include <algorithm>
-#include <array>
 #include <map>
 
 #include "cli/core_file.h"
@@ -9,6 +8,7 @@
 #include "cli/json_output.h"
 #include "cli/record_container.h"
 #include "cli/short_id.h"
+#include "cli/table.h"
 #include "store/index.h"
 #include "store/pending_journal.h"
 #include "util/text.h"
@@ -17,34 +17,18 @@ namespace coredumpd::cli {
 
 namespace {
 
-enum class Align { Left, Right };
-
-struct Column {
-  const char* title;
-  Align align;
+const std::vector<TableColumn> kColumns{
+    {"TIME"}, {"ID"}, {"PID", true}, {"UID", true}, {"SIG"}, {"COREFILE"}, {"CONTAINER"}, {"EXE"}, {"SIZE", true},
 };
 
-constexpr std::array<Column, 9> kColumns{{
-    {"TIME", Align::Left},
-    {"ID", Align::Left},
-    {"PID", Align::Right},
-    {"UID", Align::Right},
-    {"SIG", Align::Left},
-    {"COREFILE", Align::Left},
-    {"CONTAINER", Align::Left},
-    {"EXE", Align::Left},
-    {"SIZE", Align::Right},
-}};
+using Row = std::vector<std::string>;
 
-using Row = std::array<std::string, kColumns.size()>;
-
-std::int64_t parse_bound(const std::optional<std::string>& spec, const char* option) {
-  const auto t = parse_time_spec(*spec);
-  if (!t) {
-    throw DumpctlError(std::string("invalid ") + option + " time '" + escape_for_display(*spec) +
-                       "' (want YYYY-MM-DD [HH:MM[:SS]], @SECONDS, now, today or yesterday)");
-  }
-  return *t;
+/// --signature: a hash or a prefix of one (hex, any case), matched against DumpRecord::signature.
+std::string signature_prefix(const std::string& spec) {
+  if (spec.empty() || spec.size() > 32 || !std::all_of(spec.begin(), spec.end(), is_hex_digit))
+    throw DumpctlError("invalid --signature '" + escape_for_display(spec) +
+                       "' (want a signature hash or a prefix of it, as `dumpctl signatures` shows)");
+  return lower_hex(spec);
 }
 
 Row make_row(const std::string& store, const DumpRecord& r, const ShortIds& short_ids) {
@@ -65,32 +49,6 @@ Row make_row(const std::string& store, const DumpRecord& r, const ShortIds& shor
       exe,
       has_file ? format_size(r.stored_size) : "-",
   };
-}
-
-void print_table(const std::vector<Row>& rows, std::ostream& out) {
-  std::array<std::size_t, kColumns.size()> width{};
-  for (std::size_t c = 0; c < kColumns.size(); ++c) width[c] = display_width(kColumns[c].title);
-  for (const auto& row : rows) {
-    for (std::size_t c = 0; c < row.size(); ++c)
-      width[c] = std::max(width[c], display_width(row[c]));
-  }
-  const auto print_row = [&](const auto& cells) {
-    std::string line;
-    for (std::size_t c = 0; c < kColumns.size(); ++c) {
-      const std::string cell = cells[c];
-      const std::size_t pad = width[c] - display_width(cell);
-      const bool last = c + 1 == kColumns.size();
-      if (c > 0) line.push_back(' ');
-      if (kColumns[c].align == Align::Right) line.append(pad, ' ');
-      line += cell;
-      if (kColumns[c].align == Align::Left && !last) line.append(pad, ' ');
-    }
-    out << line << '\n';
-  };
-  std::array<std::string, kColumns.size()> header;
-  for (std::size_t c = 0; c < kColumns.size(); ++c) header[c] = kColumns[c].title;
-  print_row(header);
-  for (const auto& row : rows) print_row(row);
 }
 
 // Adds the records of the daemon's pending journal that the index does not have yet (sorted in by
@@ -118,10 +76,9 @@ std::map<std::string, nlohmann::json> add_pending(const GlobalOptions& g, const 
 }  // namespace
 
 int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
-  const std::optional<std::int64_t> since =
-      o.since ? std::optional(parse_bound(o.since, "--since")) : std::nullopt;
-  const std::optional<std::int64_t> until =
-      o.until ? std::optional(parse_bound(o.until, "--until")) : std::nullopt;
+  const std::optional<std::int64_t> since = o.since ? std::optional(parse_time_option(*o.since, "--since")) : std::nullopt;
+  const std::optional<std::int64_t> until = o.until ? std::optional(parse_time_option(*o.until, "--until")) : std::nullopt;
+  const std::optional<std::string> signature = o.signature ? std::optional(signature_prefix(*o.signature)) : std::nullopt;
 
   const Index index(g.store, /*writable=*/false);
   // --container: the index narrows the rows (container_key column), the match below decides.
@@ -136,7 +93,8 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
   const auto pending = add_pending(g, io, records);
   std::erase_if(records, [&](const DumpRecord& r) {
     return (since && r.timestamp_us < *since) || (until && r.timestamp_us > *until) ||
-           (o.container && !record_in_container(r, *o.container));
+           (o.container && !record_in_container(r, *o.container)) ||
+           (signature && !r.signature.starts_with(*signature));
   });
   if (o.reverse) std::reverse(records.begin(), records.end());
 
@@ -162,7 +120,7 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
     rows.push_back(make_row(g.store, r, short_ids));
     if (pending.contains(r.id)) rows.back()[5] = "pending";  // COREFILE: not in the index yet
   }
-  print_table(rows, io.out);
+  print_table(kColumns, rows, io.out);
   return io.out ? 0 : 1;
 }
 

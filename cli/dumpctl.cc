@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/analysis_commands.h"
 #include "cli/format.h"
 #include "cli/store_commands.h"
 #include "cli/temp_file.h"
@@ -44,6 +45,8 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
   list->add_option("-U,--until", list_opts.until, "Only dumps at or before TIME");
   list->add_option("--container", list_opts.container,
                    "Only dumps of this container: key (docker:<id>, nspawn:NAME, host), name, or id prefix (>= 12 chars)");
+  list->add_option("--signature", list_opts.signature,
+                   "Only dumps with this crash signature: its hash or a prefix (dumpctl signatures lists them)");
 
   InfoOptions info_opts;
   CLI::App* info = app.add_subcommand("info", "Show every detail of one coredump");
@@ -65,6 +68,7 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
   debug->add_option("ARGS", debug_opts.args, "Extra debugger arguments, after --");
 
   const StoreCommands store_commands(app);  // du, vacuum, verify
+  const AnalysisCommands analysis_commands(app);  // analyze, signatures
 
   std::vector<const char*> argv;
   argv.reserve(args.size());
@@ -84,6 +88,7 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
     if (*dump) return cmd_dump(global, dump_opts, io);
     if (*debug) return cmd_debug(global, debug_opts, io);
     if (const auto rc = store_commands.run(global, io)) return *rc;
+    if (const auto rc = analysis_commands.run(global, io)) return *rc;
     return cmd_list(global, list_opts, io);
   } catch (const std::exception& e) {
     io.out.flush();

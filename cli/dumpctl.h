@@ -43,6 +43,9 @@ struct ListOptions {
   /// Only dumps of this container: its key ("docker:<id>", "host"), name, or an id prefix of >= 12
   /// characters (record_in_container(), the semantics of a rule's "container" condition).
   std::optional<std::string> container;
+  /// Only dumps whose crash signature (DumpRecord::signature) starts with this hash prefix (hex,
+  /// any case), as `dumpctl signatures` shows it.
+  std::optional<std::string> signature;
 };
 
 /// `dumpctl info`.

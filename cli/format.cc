@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cli/dumpctl.h"
 #include "store/dump_record.h"
 #include "util/text.h"
 
@@ -132,6 +133,21 @@ std::string format_size(std::uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f%c", value, kUnits[unit]);
   return buf;
+}
+
+std::int64_t parse_time_option(const std::string& spec, const char* option) {
+  const auto t = parse_time_spec(spec);
+  if (!t) {
+    throw DumpctlError(std::string("invalid ") + option + " time '" + escape_for_display(spec) +
+                       "' (want YYYY-MM-DD [HH:MM[:SS]], @SECONDS, now, today or yesterday)");
+  }
+  return *t;
+}
+
+std::string lower_hex(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+  return s;
 }
 
 std::optional<std::int64_t> parse_time_spec(const std::string& spec) {

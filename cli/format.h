@@ -34,6 +34,13 @@ std::string format_size(std::uint64_t bytes);
 /// "YYYY-MM-DD HH:MM:SS" (a 'T' may replace the space) in local time. std::nullopt if malformed.
 std::optional<std::int64_t> parse_time_spec(const std::string& spec);
 
+/// parse_time_spec() of an option's value; throws DumpctlError naming `option` ("--since") and the
+/// accepted forms when it is malformed.
+std::int64_t parse_time_option(const std::string& spec, const char* option);
+
+/// `s` with the ASCII letters A-F lowered (hex ids and hashes are matched in lower case).
+std::string lower_hex(std::string s);
+
 /// Describes a pidfd coredump_mask: "0x5 (PIDFD_COREDUMPED|PIDFD_COREDUMP_USER)", unknown bits
 /// listed as hex, "0x0" when empty.
 std::string describe_coredump_mask(std::uint32_t mask);

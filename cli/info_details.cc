@@ -164,6 +164,21 @@ void provenance(const json& extra, std::vector<InfoField>& out) {
 
 }  // namespace
 
+void print_info_field(std::ostream& out, const std::string& label, const std::string& value) {
+  constexpr std::size_t kLabelWidth = 15;
+  std::string line(kLabelWidth > label.size() ? kLabelWidth - label.size() : 0, ' ');
+  line += label + ": ";
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t nl = value.find('\n', start);
+    line.append(value, start, nl == std::string::npos ? std::string::npos : nl - start);
+    out << line << '\n';
+    if (nl == std::string::npos) break;
+    start = nl + 1;
+    line.assign(kLabelWidth + 2, ' ');
+  }
+}
+
 std::vector<InfoField> info_details(const json& extra, std::size_t max_fds) {
   std::vector<InfoField> out;
   if (!extra.is_object()) return out;

@@ -2,6 +2,7 @@
 // (DumpRecord::extra): negotiated flags, timings, open files, locks, memory.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,10 @@ struct InfoField {
   std::string label;
   std::string value;
 };
+
+/// Prints "   Label: value" (the label right-aligned in 15 columns); further lines of `value`
+/// (split at '\n') are indented under the value. `value` must already be safe to print (escaped).
+void print_info_field(std::ostream& out, const std::string& label, const std::string& value);
 
 /// The fields describing `extra` (the JSON object the daemon stores with each dump; see
 /// store/record_extras.h for its keys), in display order (the container and

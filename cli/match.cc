@@ -50,10 +50,7 @@ const DumpRecord& select_dump(const std::vector<DumpRecord>& records,
 
   std::size_t prefix_matches = 0;
   if (!m.empty() && std::all_of(m.begin(), m.end(), is_hex_digit)) {
-    std::string lower = m;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](char c) {
-      return (c >= 'A' && c <= 'F') ? static_cast<char>(c - 'A' + 'a') : c;
-    });
+    const std::string lower = lower_hex(m);
     const DumpRecord* found = nullptr;
     for (const auto& d : records) {
       if (d.id.compare(0, lower.size(), lower) == 0) {

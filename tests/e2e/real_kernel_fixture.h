@@ -43,6 +43,7 @@ struct CoreCheck {
   bool is_core = false;
   int prstatus_signal = 0;
   long prstatus_pid = 0;
+  std::size_t prstatus_notes = 0;  // one per thread dumped
 };
 
 inline CoreCheck inspect_core(const std::string& path) {
@@ -56,14 +57,14 @@ inline CoreCheck inspect_core(const std::string& path) {
     c.is_core = true;
     std::size_t phnum = 0;
     elf_getphdrnum(elf, &phnum);
-    for (std::size_t i = 0; i < phnum && c.prstatus_pid == 0; ++i) {
+    for (std::size_t i = 0; i < phnum; ++i) {
       GElf_Phdr ph;
       if (!gelf_getphdr(elf, static_cast<int>(i), &ph) || ph.p_type != PT_NOTE) continue;
       Elf_Data* data = elf_getdata_rawchunk(elf, static_cast<off_t>(ph.p_offset), ph.p_filesz, ELF_T_NHDR);
       GElf_Nhdr nh;
       std::size_t off = 0, name_off = 0, desc_off = 0;
       while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-        if (nh.n_type == NT_PRSTATUS) {
+        if (nh.n_type == NT_PRSTATUS && ++c.prstatus_notes == 1) {  // the first is the crashing thread
           const auto* desc = static_cast<const char*>(data->d_buf) + desc_off;
           std::uint16_t cursig = 0;
           std::int32_t pid = 0;
@@ -71,7 +72,6 @@ inline CoreCheck inspect_core(const std::string& path) {
           std::memcpy(&pid, desc + 32, 4);     // pr_pid
           c.prstatus_signal = cursig;
           c.prstatus_pid = pid;
-          break;
         }
       }
     }
@@ -127,6 +127,11 @@ class RealKernel : public ::testing::Test {
   ExitStatus crash(const std::vector<std::string>& args, pid_t* pid_out) {
     std::vector<std::string> argv{CRASHER_BIN};
     argv.insert(argv.end(), args.begin(), args.end());
+    return crash_program(argv, pid_out);
+  }
+
+  // Runs `argv` (argv[0]: a program that crashes) and returns its exit status (bounded: 60 s, then SIGKILL).
+  ExitStatus crash_program(const std::vector<std::string>& argv, pid_t* pid_out) {
     const pid_t pid = spawn(argv);
     *pid_out = pid;
     return wait_for(pid, 60s);
@@ -152,7 +157,14 @@ class RealKernel : public ::testing::Test {
   // Crashes the crasher with `args`, expects it to exit with a core dumped and its dump to end
   // Complete, and returns that dump (nullopt, with a failure recorded, if any of it went wrong).
   std::optional<DumpRecord> complete_dump_of_crash(const std::vector<std::string>& args, pid_t* pid_out) {
-    const auto st = crash(args, pid_out);
+    std::vector<std::string> argv{CRASHER_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return complete_dump_of_program(argv, pid_out);
+  }
+
+  // complete_dump_of_crash() for any crashing program: `argv[0]` is its path.
+  std::optional<DumpRecord> complete_dump_of_program(const std::vector<std::string>& argv, pid_t* pid_out) {
+    const auto st = crash_program(argv, pid_out);
     if (!st.exited) {
       ADD_FAILURE() << "crasher hung (SIGKILLed)";
       return std::nullopt;
