@@ -19,6 +19,7 @@
 #include "daemon/handshake/probe.h"
 #include "daemon/handshake/server.h"
 #include "daemon/dump/spool_recovery.h"
+#include "daemon/analyze/analysis_queue.h"
 
 namespace {
 
@@ -120,7 +121,17 @@ int main(int argc, char** argv) {
     options.install_pattern = install_pattern;
     raise_fd_limit();
     coredumpd::Server server(std::make_shared<const coredumpd::Config>(std::move(config)), std::move(options));
-    return server.run();
+    // The analysis of stored cores: its own thread, fed by the dump stage once a core is stored.
+    // Always created, so that a reload can turn analysis.enabled on or off; after the server, so
+    // it stops (killing a running analyzer) before the index it writes goes away.
+    auto& dumps = server.dump_context();
+    coredumpd::AnalysisQueue analysis({dumps.index, dumps.store_dirfd, dumps.stats},
+                                      [&server] { return server.config()->analysis; });
+    dumps.on_stored = [&analysis](const coredumpd::DumpRecord& r) { analysis.submit(r); };
+    analysis.submit_unanalysed();  // what a stop left unanalysed, newest first
+    const int rc = server.run();
+    analysis.stop();
+    return rc;
   } catch (const std::exception& e) {
     if (!check_config) spdlog::critical("coredumpd: {}", e.what());
     std::fprintf(stderr, "coredumpd: %s\n", e.what());

@@ -4,6 +4,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 
 #include "daemon/dump/arena_pool.h"
@@ -34,6 +35,11 @@ struct DumpContext {
   DumpBudget budget;
   /// Where records go that the index cannot take (record_keeper.h); nullptr: nowhere.
   PendingJournal* journal = nullptr;
+  /// Called with the saved record of each dump whose core is now in the store (Complete or
+  /// Truncated, path set), on the compressor pool after the task was released: the analysis
+  /// queue (daemon/analyze/) takes it from here. Must not block or throw. Empty: nothing.
+  /// Set before the first dump (main.cc), never changed while dumps run.
+  std::function<void(const DumpRecord&)> on_stored;
 };
 
 }  // namespace coredumpd

@@ -44,18 +44,20 @@ void finalize_dump(Handoff& h, Drained& drained, const CompressReport& compress)
   }
   apply_verdict(verdict, d, r);
   r.extra[extras::kStoredUs] = us_since(h.started);
-  if (!save_record(ctx, r, h.indexed, /*journal_if_refused=*/!holds_core(r)) && holds_core(r)) {
+  bool saved = save_record(ctx, r, h.indexed, /*journal_if_refused=*/!holds_core(r));
+  if (!saved && holds_core(r)) {
     // The core is linked but the index cannot say so (a full store: a raw core can take its last
     // page). Left, it would be an orphan no vacuum counts; deleting it frees the space the index
     // needs to record the failure.
     ::unlinkat(ctx.store_dirfd, r.path.c_str(), 0);
     verdict = core_not_indexed(verdict);
     apply_verdict(verdict, d, r);
-    save_record(ctx, r, h.indexed);
+    saved = save_record(ctx, r, h.indexed);
   }
   ctx.stats.count(verdict.outcome());
   if (verdict.forward_fallback) ctx.stats.count(Outcome::ForwardFallback);
   log_dump(r, drained.job, d);
+  if (saved && holds_core(r) && ctx.on_stored) ctx.on_stored(r);  // the analysis, after the store
   if (h.done) h.done();
 }
 

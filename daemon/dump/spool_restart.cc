@@ -20,6 +20,7 @@
 #include "daemon/dump/dump_context.h"
 #include "daemon/dump/spool_recovery.h"
 #include "daemon/policy/config.h"
+#include "store/core_accounting.h"
 #include "store/record_extras.h"
 #include "util/dir.h"
 #include "util/time.h"
@@ -84,6 +85,7 @@ void recover(DumpContext& ctx, const SpoolManifest& m, CompressionOptions option
       r->extra[extras::kRecovered] = {{"at_us", now_epoch_us()}, {"spooled", m.spooled},
                                       {"reason", "coredumpd stopped after the core arrived in full, before it was stored"}};
       ctx.index.update(*r);
+      if (holds_core(*r) && ctx.on_stored) ctx.on_stored(*r);  // analysed like any stored dump
     }
   } catch (const std::exception& e) {
     spdlog::error("dump {}: recovered core not recorded: {}", m.id, e.what());

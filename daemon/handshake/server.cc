@@ -128,8 +128,6 @@ Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
   ctx_->host_namespaces = host_ns.inodes;
   if (host_ns.missing.empty()) spdlog::info("host namespaces: {}", host_ns.describe());
   else spdlog::warn("host namespaces: {}", host_ns.describe());
-  // Cores received in full before a stop; on a store that refuses writes they wait for the next start.
-  if (index_->writable()) start_spool_recovery(*ctx_, *config_, ctx_->in_flight);
 
   const int passed = sd_listen_fds(1);
   if (passed > 1) throw std::runtime_error("systemd passed " + std::to_string(passed) + " sockets; expected one");
@@ -154,6 +152,9 @@ Server::~Server() {
 }
 
 int Server::run() {
+  // Cores received in full before a stop; on a store that refuses writes they wait for the next
+  // start. Here rather than in the constructor: a recovered dump meets the on_stored hook main() set.
+  if (index_->writable()) start_spool_recovery(*ctx_, *config_, ctx_->in_flight);
   // This thread accepts and acks: ahead of dump streams and compression (see kHandshakeNice).
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kHandshakeNice);
   // Off the accept thread: touching huge pages can take a cold VM tens of milliseconds.

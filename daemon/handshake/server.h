@@ -39,7 +39,13 @@ class Server {
   ~Server();
 
   /// Serves until SIGTERM/SIGINT, then drains in-flight dumps (bounded) and returns the exit code.
+  /// Starts storing the cores kept from before a stop (spool_recovery.h) first.
   int run();
+
+  /// The dump stage's shared state: main() sets its on_stored hook before run().
+  DumpContext& dump_context() { return *ctx_; }
+  /// The configuration in force (replaced by a SIGHUP reload); any thread.
+  std::shared_ptr<const Config> config() const { return ctx_->config(); }
 
  private:
   void accept_next();

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "daemon/policy/analysis_settings.h"
 #include "daemon/policy/compression_options.h"
 #include "daemon/policy/policy.h"
 #include "store/retention_limits.h"
@@ -107,6 +108,9 @@ struct Config {
 
   /// "retention": vacuum before and after each store. Default: systemd-coredump's (default_retention()).
   RetentionLimits retention = default_retention();
+
+  /// "analysis": the analysis of stored cores (daemon/analyze/); applies to jobs started after a reload.
+  AnalysisSettings analysis;
 
   Policy defaults;          ///< policy when no rule matches
   std::vector<Rule> rules;  ///< first match wins

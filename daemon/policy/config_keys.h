@@ -8,6 +8,8 @@
 //   compression_keys() "compression": {...}             config_keys.cc
 //   testing_keys()     "testing": {...}                 config_keys.cc
 //   retention_keys()   "retention": {...}               config_retention.cc
+//   analysis_keys()    "analysis": {...}                config_analysis.cc
+//   debuginfod_keys()  "analysis": {"debuginfod": {...}} config_analysis.cc
 //   policy_keys()      "defaults": {...} and each rule  config_policy_keys.cc
 //   rate_limit_keys()  a policy's "rate_limit": {...}   config_policy_keys.cc
 //   rule_keys()        a rule's own keys ("name", "match")
@@ -178,6 +180,8 @@ std::span<const ConfigKey<Config>> global_keys();
 std::span<const ConfigKey<CompressionOptions>> compression_keys();
 std::span<const ConfigKey<Config>> testing_keys();
 std::span<const ConfigKey<RetentionLimits>> retention_keys();
+std::span<const ConfigKey<AnalysisSettings>> analysis_keys();
+std::span<const ConfigKey<DebuginfodSettings>> debuginfod_keys();
 std::span<const ConfigKey<Policy>> policy_keys();
 std::span<const ConfigKey<RateLimit>> rate_limit_keys();
 std::span<const ConfigKey<Rule>> rule_keys();

@@ -30,9 +30,14 @@ enum class Outcome : std::size_t {
   ForwardedIn,       ///< on the way: a crash received from a forwarder (accept_forwarded)
   Journaled,         ///< on the way: the index could not take a record; it waits in the pending journal
   RecordLost,        ///< on the way: neither the index nor the pending journal took a record
+  // After the store (daemon/analyze/): what became of a stored core's analysis.
+  Analyzed,             ///< on the way: an analysis report ("ok") was recorded
+  AnalysisUnavailable,  ///< on the way: recorded as "analysis unavailable" (analyzer failed, timed out, ...)
+  AnalysisQueueFull,    ///< on the way: the analysis queue was full; recorded as unavailable
+  AnalysisNotRecorded,  ///< on the way: the index could not take the analysis (read-only, gone, error)
 };
 
-inline constexpr std::size_t kOutcomeCount = static_cast<std::size_t>(Outcome::RecordLost) + 1;
+inline constexpr std::size_t kOutcomeCount = static_cast<std::size_t>(Outcome::AnalysisNotRecorded) + 1;
 
 /// One row per Outcome, in the enum's order.
 struct OutcomeInfo {
@@ -62,6 +67,10 @@ inline constexpr std::array<OutcomeInfo, kOutcomeCount> kOutcomes = {{
     {Outcome::ForwardedIn, "forwarded_in", "received forwarded"},
     {Outcome::Journaled, "journaled", ""},
     {Outcome::RecordLost, "record_lost", ""},
+    {Outcome::Analyzed, "analyzed", "analyzed"},
+    {Outcome::AnalysisUnavailable, "analysis_unavailable", "analysis unavailable"},
+    {Outcome::AnalysisQueueFull, "analysis_queue_full", "analysis queue full"},
+    {Outcome::AnalysisNotRecorded, "analysis_not_recorded", "analysis not recorded"},
 }};
 
 consteval bool outcomes_in_order() {

@@ -50,7 +50,7 @@ ok "ListenStream, kernel.core_pattern and the config agree on $listen"
 [[ $(key "$sock" SocketMode) == 0600 && $(key "$sock" Accept) == no ]] || fail "socket must be 0600, Accept=no"
 (($(key "$sock" Backlog) >= 4096)) || fail "Backlog below 4096 loses dumps under bursts"
 caps=$(key "$svc" CapabilityBoundingSet | tr ' ' '\n' | sort | xargs)
-[[ $caps == "CAP_DAC_READ_SEARCH CAP_KILL CAP_SYS_ADMIN CAP_SYS_NICE CAP_SYS_PTRACE" ]] || fail "CapabilityBoundingSet is '$caps'"
+[[ $caps == "CAP_DAC_READ_SEARCH CAP_KILL CAP_SETGID CAP_SETUID CAP_SYS_ADMIN CAP_SYS_NICE CAP_SYS_PTRACE" ]] || fail "CapabilityBoundingSet is '$caps'"
 [[ $(key "$svc" ExecStart) != *--install-pattern* ]] || fail "the service must not write core_pattern (sysctl.d does)"
 [[ -n $(find "$root" -path '*/tmpfiles.d/coredumpd.conf' -print -quit) ]] || fail "tmpfiles.d/coredumpd.conf not installed"
 ok "socket mode/backlog, capability set, no --install-pattern, tmpfiles entry"
