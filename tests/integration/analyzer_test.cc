@@ -71,6 +71,17 @@ class AnalyzerTest : public ::testing::Test {
     return r;
   }
 
+  // The core of a copy of analyzer_target ("victim") that deleted itself before its fault.
+  static const std::pair<std::string, std::string>& deleted_core() {
+    const std::string victim = *dir_ / "victim";
+    if (!cores_.contains("deleted")) {
+      std::filesystem::copy_file(TARGET_BIN, victim, std::filesystem::copy_options::overwrite_existing);
+      std::filesystem::permissions(victim, std::filesystem::perms::owner_all | std::filesystem::perms::others_read |
+                                               std::filesystem::perms::others_exec);
+    }
+    return core_of("deleted", {victim, "unlink-self"});
+  }
+
   static json base_request() {
     return {{"signal", 11}, {"run_as_uid", 65534}, {"run_as_gid", 65534}, {"temp_dir", dir_->path()}};
   }
@@ -263,12 +274,8 @@ TEST_F(AnalyzerTest, StaticStrippedBinaryWithoutBuildIdIsShownAsModulePlusOffset
 }
 
 TEST_F(AnalyzerTest, DeletedExecutableGivesModuleOffsetsAndAWarning) {
-  const std::string victim = *dir_ / "victim";
-  std::filesystem::copy_file(TARGET_BIN, victim, std::filesystem::copy_options::overwrite_existing);
-  std::filesystem::permissions(victim, std::filesystem::perms::owner_all | std::filesystem::perms::others_read |
-                                           std::filesystem::perms::others_exec);
-  const auto& [core, text] = core_of("deleted", {victim, "unlink-self"});
-  ASSERT_FALSE(std::filesystem::exists(victim));
+  const auto& [core, text] = deleted_core();
+  ASSERT_FALSE(std::filesystem::exists(*dir_ / "victim"));
   const json r = report_of(base_request(), core);
   ASSERT_EQ(r["state"], "ok") << r.dump();
   EXPECT_NE(r["warnings"].dump().find("victim (deleted): deleted before the crash"), std::string::npos) << r["warnings"];
@@ -420,8 +427,7 @@ TEST_F(AnalyzerTest, TinyMemoryLimitEndsCleanly) {
 }
 
 TEST_F(AnalyzerTest, DebuginfodIsAskedOnlyWhenConfigured) {
-  const std::string victim = *dir_ / "victim";
-  const auto& [core, text] = core_of("deleted", {victim, "unlink-self"});
+  const auto& [core, text] = deleted_core();
   json req = base_request();
   const json off = report_of(req, core);
   EXPECT_FALSE(off["debuginfod_used"]);
