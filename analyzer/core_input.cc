@@ -15,29 +15,45 @@ namespace {
 
 constexpr std::size_t kBlock = 4096;
 
-bool all_zero(const char* p, std::size_t n) {
-  return std::all_of(p, p + n, [](char c) { return c == 0; });
+// memcmp() of the block against itself shifted by one byte: libc's vectorised compare, where a
+// per-byte loop made a 2 GiB mostly-zero core take 25 s in a Debug build (bench/README.md).
+bool all_zero(const char* p, std::size_t n) { return n == 0 || (p[0] == 0 && std::memcmp(p, p + 1, n - 1) == 0); }
+
+// pwrite()s all of [p, p + n) at `offset`. Returns 0 or an errno (EFBIG at the RLIMIT_FSIZE bound).
+int write_all(int fd, const char* p, std::size_t n, std::uint64_t offset) {
+  std::size_t done = 0;
+  while (done < n) {
+    const ssize_t w = ::pwrite(fd, p + done, n - done, static_cast<off_t>(offset + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return w < 0 ? errno : EIO;
+    done += static_cast<std::size_t>(w);
+  }
+  return 0;
 }
 
-// Writes `n` bytes at `offset`, leaving all-zero blocks as holes. Returns 0 or an errno (EFBIG at
-// the RLIMIT_FSIZE bound).
+// Writes `n` bytes at `offset`, leaving all-zero blocks as holes; each run of data blocks is one
+// pwrite(). Returns 0 or an errno (EFBIG at the RLIMIT_FSIZE bound).
 int write_sparse(int fd, const char* p, std::size_t n, std::uint64_t offset) {
+  const char* run = nullptr;  // start of the pending run of data blocks
+  std::uint64_t run_offset = 0;
+  auto flush = [&](const char* end) {
+    const int err = run ? write_all(fd, run, static_cast<std::size_t>(end - run), run_offset) : 0;
+    run = nullptr;
+    return err;
+  };
   while (n > 0) {
     const std::size_t chunk = std::min(n, kBlock - static_cast<std::size_t>(offset % kBlock));
-    if (!all_zero(p, chunk)) {
-      std::size_t done = 0;
-      while (done < chunk) {
-        const ssize_t w = ::pwrite(fd, p + done, chunk - done, static_cast<off_t>(offset + done));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return w < 0 ? errno : EIO;
-        done += static_cast<std::size_t>(w);
-      }
+    if (all_zero(p, chunk)) {
+      if (const int err = flush(p)) return err;
+    } else if (!run) {
+      run = p;
+      run_offset = offset;
     }
     p += chunk;
     n -= chunk;
     offset += chunk;
   }
-  return 0;
+  return flush(p);
 }
 
 std::string errno_text(int err) { return std::strerror(err); }
