@@ -2,6 +2,8 @@
 // migration from a version 2 store written as that code wrote it, Index::set_analysis(), and
 // update() leaving the analysis alone.
 #include <gtest/gtest.h>
+
+#include "tests/unit/raw_db.h"
 #include <sqlite3.h>
 
 #include <filesystem>
@@ -34,31 +36,9 @@ constexpr const char* kInsertV2 =
 const std::string kSig = "0123456789abcdef0123456789abcdef";
 
 /// A raw connection to the store's database, bypassing Index.
-class Db {
+class Db : public testing_db::RawDb {
  public:
-  explicit Db(const std::string& path) { EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK); }
-  ~Db() { sqlite3_close(db_); }
-  Db(const Db&) = delete;
-  Db& operator=(const Db&) = delete;
-  void exec(const std::string& sql) {
-    char* err = nullptr;
-    EXPECT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "") << sql;
-    sqlite3_free(err);
-  }
-  /// The first column of the first row, as text ("NULL" for NULL).
-  std::string scalar(const std::string& sql) {
-    sqlite3_stmt* st = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
-    std::string out = "(no row)";
-    if (sqlite3_step(st) == SQLITE_ROW) {
-      const auto* p = static_cast<const char*>(sqlite3_column_blob(st, 0));
-      out = sqlite3_column_type(st, 0) == SQLITE_NULL
-                ? "NULL"
-                : std::string(p ? p : "", static_cast<std::size_t>(sqlite3_column_bytes(st, 0)));
-    }
-    sqlite3_finalize(st);
-    return out;
-  }
+  using RawDb::RawDb;
   /// Inserts a complete dump the way version 2's Index::insert() did.
   void insert_v2(const std::string& id, std::int64_t ts, const std::string& rule) {
     sqlite3_stmt* st = nullptr;
@@ -95,9 +75,6 @@ class Db {
     EXPECT_EQ(sqlite3_step(st), SQLITE_DONE) << sqlite3_errmsg(db_);
     sqlite3_finalize(st);
   }
-
- private:
-  sqlite3* db_ = nullptr;
 };
 
 std::string schema_v1() {

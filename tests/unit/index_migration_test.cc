@@ -4,6 +4,8 @@
 // session set them. Then the new Index opens it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include "tests/unit/raw_db.h"
 #include <sqlite3.h>
 
 #include <cstdlib>
@@ -49,30 +51,9 @@ const std::string kDockerId = "0123456789abcdef" + std::string(48, 'e');
 const std::string kBadKey = "cgroup:/machine.slice/\xff\xfe";  // not UTF-8: stored as a byte array
 
 /// A raw connection to the store's database, bypassing Index.
-class Db {
+class Db : public testing_db::RawDb {
  public:
-  explicit Db(const std::string& path) { EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK); }
-  ~Db() { sqlite3_close(db_); }
-  Db(const Db&) = delete;
-  Db& operator=(const Db&) = delete;
-
-  void exec(const std::string& sql) {
-    char* err = nullptr;
-    EXPECT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "") << sql;
-    sqlite3_free(err);
-  }
-  /// The first column of the first row, as text ("NULL" for NULL).
-  std::string scalar(const std::string& sql) {
-    sqlite3_stmt* st = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr), SQLITE_OK) << sql;
-    std::string out = "(no row)";
-    if (sqlite3_step(st) == SQLITE_ROW) {
-      const auto* p = static_cast<const char*>(sqlite3_column_blob(st, 0));
-      out = sqlite3_column_type(st, 0) == SQLITE_NULL ? "NULL" : std::string(p ? p : "", static_cast<std::size_t>(sqlite3_column_bytes(st, 0)));
-    }
-    sqlite3_finalize(st);
-    return out;
-  }
+  using RawDb::RawDb;
   /// Inserts a complete dump the way version 1's Index::insert() did (empty argv, zstd core).
   void insert_v1(const std::string& id, std::int64_t ts, std::int64_t uid, std::uint64_t stored, const json& extra) {
     sqlite3_stmt* st = nullptr;
@@ -107,9 +88,6 @@ class Db {
     EXPECT_EQ(sqlite3_step(st), SQLITE_DONE) << sqlite3_errmsg(db_);
     sqlite3_finalize(st);
   }
-
- private:
-  sqlite3* db_ = nullptr;
 };
 
 /// extra.container as to_json(ContainerInfo) wrote it (the keys dumpctl reads).
