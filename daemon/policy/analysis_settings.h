@@ -22,7 +22,9 @@ struct DebuginfodSettings {
 struct AnalysisSettings {
   bool enabled = true;                  ///< analyse each stored core (after the store, at idle priority)
   std::string analyzer;                 ///< the program; "" : analysis::default_analyzer_path()
-  std::chrono::seconds timeout{30};     ///< wall time of one analysis; the analyzer is killed after it
+  /// Wall time of one analysis; the analyzer is killed after it. Generous (cpu_s bounds the work):
+  /// the analyzer runs SCHED_IDLE, and on a busy machine it mostly waits for a CPU.
+  std::chrono::seconds timeout{120};
   std::chrono::seconds cpu{20};         ///< RLIMIT_CPU of the analyzer
   std::uint64_t memory_mib = 1024;      ///< RLIMIT_AS of the analyzer, MiB
   int max_threads = 64;                 ///< threads shown in a report (crashing thread first)

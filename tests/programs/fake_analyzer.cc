@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
     ::signal(SIGTERM, SIG_IGN);
     for (;;) ::pause();
   } else if (mode == "segv") {
+    ::signal(SIGSEGV, SIG_DFL);  // die by the signal even where a sanitizer runtime handles SIGSEGV
     std::fputs("fake analyzer: unwinding\nfake analyzer: about to fault\n", stderr);
     ::raise(SIGSEGV);
   } else if (mode == "flood") {

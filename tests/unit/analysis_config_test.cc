@@ -14,7 +14,7 @@ TEST(AnalysisConfig, Defaults) {
   const AnalysisSettings a = parse("{}").analysis;
   EXPECT_TRUE(a.enabled);
   EXPECT_EQ(a.analyzer, "");
-  EXPECT_EQ(a.timeout.count(), 30);
+  EXPECT_EQ(a.timeout.count(), 120);
   EXPECT_EQ(a.cpu.count(), 20);
   EXPECT_EQ(a.memory_mib, 1024u);
   EXPECT_EQ(a.max_threads, 64);
