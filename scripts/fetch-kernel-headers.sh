@@ -53,7 +53,7 @@ if [[ $(cat "$dir/root.version" 2>/dev/null) != "$version" || ! -f $dir/root/usr
   deb=$(find "$dir/debs" -name "linux-libc-dev_${version//:/%3a}_*.deb" | head -n1)
   if [[ -z $deb ]]; then
     (cd "$dir/debs" && apt-get "${opts[@]}" download "linux-libc-dev=$version" 2>&1 |
-      grep -v '^W: Download is performed unsandboxed' || true)
+      grep -v '^W: Download is performed unsandboxed' >&2 || true)  # stdout carries only the result
     deb=$(find "$dir/debs" -name "linux-libc-dev_${version//:/%3a}_*.deb" | head -n1)
     [[ -n $deb ]] || { echo "fetch-kernel-headers: downloading linux-libc-dev $version failed" >&2; exit 2; }
   fi

@@ -24,8 +24,9 @@ elif ((frc != 0)); then
   echo "newer-headers: FAILED: scripts/fetch-kernel-headers.sh exited $frc"
   exit 1
 fi
-version=$(sed -n 1p <<<"$out")
-include=$(sed -n 2p <<<"$out")
+# The result is the last two lines, whatever else reached stdout.
+version=$(tail -n 2 <<<"$out" | sed -n 1p)
+include=$(tail -n 1 <<<"$out")
 echo "newer-headers: building against $version ($include)"
 
 tree=build/newer-headers
