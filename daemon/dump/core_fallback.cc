@@ -32,7 +32,7 @@ CoreFallback::CoreFallback(std::string dir, std::uint64_t max_bytes, std::uint64
   for_each_dir_entry(fd_.get(), ".", [&](std::string_view name) {
     struct stat st{};
     if (::fstatat(fd_.get(), name.data(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-      held += static_cast<std::uint64_t>(st.st_blocks) * 512;
+      held += static_cast<std::uint64_t>(st.st_size);  // as hold() and the move count them
     return true;
   });
   used_ = held;

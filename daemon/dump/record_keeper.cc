@@ -102,7 +102,8 @@ void recover_pending_records(DumpContext& ctx, bool at_start) {
         ctx.index, now_us(), at_start ? "coredumpd stopped while this dump was in progress" : "");
     for (const auto& s : r.skipped) spdlog::warn("pending journal {}: dropped {}", ctx.journal->path(), s);
     if (r.moved > 0) spdlog::info("moved {} record(s) from the pending journal into the index", r.moved);
-    if (r.left > 0 && log_limiter().allow("journal replay"))
+    // Records whose cores are still in the fallback stay without an error (fallback_mover.h).
+    if (!r.errors.empty() && log_limiter().allow("journal replay"))
       spdlog::warn("{} record(s) stay in the pending journal: {}", r.left, r.errors.front());
   } catch (const std::exception& e) {
     spdlog::error("pending journal {}: {}", ctx.journal->path(), e.what());
