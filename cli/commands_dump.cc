@@ -13,6 +13,7 @@
 #include "cli/dumpctl.h"
 #include "cli/format.h"
 #include "cli/match.h"
+#include "cli/pending_records.h"
 #include "cli/temp_file.h"
 #include "store/index.h"
 #include "util/text.h"
@@ -64,24 +65,28 @@ void write_to_file(const std::string& store, const DumpRecord& r, const std::str
 }  // namespace
 
 int cmd_dump(const GlobalOptions& g, const DumpOptions& o, const Io& io) {
-  const Index index(g.store, /*writable=*/false);
-  const std::vector<DumpRecord> records = index.list();
+  // The daemon's pending records too: a core kept in the fallback (docs/EARLY_BOOT.md) is read
+  // from there until it is moved into the store.
+  const auto index = open_index_or_pending(g, io.err);
+  std::vector<DumpRecord> records = index ? index->list() : std::vector<DumpRecord>{};
+  add_pending(g, io.err, records);
   const DumpRecord& r = select_dump(records, o.match);
-  require_core_file(g.store, r);  // fail before creating any output
+  const std::string store = core_dir_of(g, r);
+  require_core_file(store, r);  // fail before creating any output
   if (r.state == DumpState::Truncated) {
     io.err << "dumpctl: warning: the core of coredump " << escape_for_display(r.id)
            << " is truncated\n";
   }
 
   if (!o.output.empty() && o.output != "-") {
-    write_to_file(g.store, r, o.output);
+    write_to_file(store, r, o.output);
     return 0;
   }
   if (io.out_is_tty) {
     throw DumpctlError(
         "refusing to write a core dump to a terminal: use -o FILE or redirect standard output");
   }
-  extract_core(g.store, r, [&](const char* p, std::size_t n) {
+  extract_core(store, r, [&](const char* p, std::size_t n) {
     io.out.write(p, static_cast<std::streamsize>(n));
     if (!io.out) throw DumpctlError("cannot write to standard output");
   });

@@ -10,7 +10,7 @@
 #include "cli/short_id.h"
 #include "cli/table.h"
 #include "store/index.h"
-#include "store/pending_journal.h"
+#include "cli/pending_records.h"
 #include "util/text.h"
 
 namespace coredumpd::cli {
@@ -51,28 +51,6 @@ Row make_row(const std::string& store, const DumpRecord& r, const ShortIds& shor
   };
 }
 
-// Adds the records of the daemon's pending journal that the index does not have yet (sorted in by
-// time), and returns them by id as {"why", "journaled_us"}. A journal that cannot be read (not
-// root: /run/coredumpd is the daemon's) is noted on the error stream, not an error.
-std::map<std::string, nlohmann::json> add_pending(const GlobalOptions& g, const Io& io, std::vector<DumpRecord>& records) {
-  std::map<std::string, nlohmann::json> pending;
-  PendingContents contents;
-  try {
-    contents = read_pending_journal(g.pending_dir);
-  } catch (const std::exception& e) {
-    io.err << "dumpctl: pending records not shown: " << escape_for_display(e.what()) << '\n';
-    return pending;
-  }
-  for (auto& e : contents.entries) {
-    if (std::any_of(records.begin(), records.end(), [&](const DumpRecord& r) { return r.id == e.record.id; })) continue;
-    pending[e.record.id] = {{"why", e.why}, {"journaled_us", e.journaled_us}};
-    records.push_back(std::move(e.record));
-  }
-  std::stable_sort(records.begin(), records.end(),
-                   [](const DumpRecord& a, const DumpRecord& b) { return a.timestamp_us < b.timestamp_us; });
-  return pending;
-}
-
 }  // namespace
 
 int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
@@ -80,17 +58,21 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
   const std::optional<std::int64_t> until = o.until ? std::optional(parse_time_option(*o.until, "--until")) : std::nullopt;
   const std::optional<std::string> signature = o.signature ? std::optional(signature_prefix(*o.signature)) : std::nullopt;
 
-  const Index index(g.store, /*writable=*/false);
+  // Null in early boot, the store not mounted yet: the pending records alone.
+  const auto index = open_index_or_pending(g, io.err);
   // --container: the index narrows the rows (container_key column), the match below decides.
-  std::vector<DumpRecord> records = o.container ? index.list_container_candidates(*o.container) : index.list();
+  std::vector<DumpRecord> records = !index ? std::vector<DumpRecord>{}
+                                    : o.container ? index->list_container_candidates(*o.container)
+                                                  : index->list();
+  const auto pending = add_pending(g, io.err, records);
   // Ids are shortened against the whole store, since `info` resolves a prefix against all of it.
   const ShortIds short_ids = [&] {
-    if (!o.container) return ShortIds(ids_of(records));
+    if (!o.container || !index) return ShortIds(ids_of(records));
     std::vector<std::string> all;
-    for (auto& s : index.list_summaries()) all.push_back(std::move(s.id));
+    for (auto& s : index->list_summaries()) all.push_back(std::move(s.id));
+    for (const auto& [id, p] : pending) all.push_back(id);
     return ShortIds(std::move(all));
   }();
-  const auto pending = add_pending(g, io, records);
   std::erase_if(records, [&](const DumpRecord& r) {
     return (since && r.timestamp_us < *since) || (until && r.timestamp_us > *until) ||
            (o.container && !record_in_container(r, *o.container)) ||
@@ -117,7 +99,7 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
   std::vector<Row> rows;
   rows.reserve(records.size());
   for (const auto& r : records) {
-    rows.push_back(make_row(g.store, r, short_ids));
+    rows.push_back(make_row(core_dir_of(g, r), r, short_ids));
     if (pending.contains(r.id)) rows.back()[5] = "pending";  // COREFILE: not in the index yet
   }
   print_table(kColumns, rows, io.out);

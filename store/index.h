@@ -72,9 +72,9 @@ class Index {
   /// The daemon's open: writable if it can be, else read-only (a read-only or full store: the
   /// index can still be listed), else not open at all (no index yet on a read-only filesystem;
   /// every call then throws IndexError). `note` is set to why it is not writable ("" when it is).
-  /// Never throws for an unusable store (read-only, full, refusing new files); reopen_writable()
-  /// tries again later. Any other failure of the writable open (a newer schema, a file that is not
-  /// an index) throws IndexError, as the constructor does.
+  /// Never throws for an unusable store (read-only, full, refusing new files, the directory missing:
+  /// not mounted yet); reopen_writable() tries again later. Any other failure of the writable
+  /// open (a newer schema, a file that is not an index) throws IndexError, as the constructor does.
   static std::unique_ptr<Index> open_best(const std::string& store_dir, std::string& note);
   ~Index();
   Index(const Index&) = delete;
@@ -121,8 +121,9 @@ class Index {
   /// True if this instance was opened writable (or reopened so).
   bool writable() const;
   /// Replaces a read-only or unopened instance's connection with a writable one (the store became
-  /// usable again); nothing if already writable. Throws IndexError, and then stays as it was.
-  void reopen_writable();
+  /// usable again); nothing if already writable, unless `again` (the store's path now leads to
+  /// another directory: a filesystem mounted over it). Throws IndexError, and then stays as it was.
+  void reopen_writable(bool again = false);
 
   /// The database file's path (`<store_dir>/index.sqlite`).
   const std::string& path() const { return path_; }

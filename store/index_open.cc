@@ -66,10 +66,11 @@ Index::Index(const std::string& store_dir, bool writable) : path_(db_path(store_
 namespace {
 
 // True if the filesystem under `dir` refuses writes: mounted read-only, (almost) full, or refusing
-// to create a file (ext4 after an error, while statvfs still says rw).
+// to create a file (ext4 after an error, while statvfs still says rw); or missing (its filesystem
+// not mounted yet in early boot: docs/EARLY_BOOT.md).
 bool filesystem_unwritable(const std::string& dir) {
   struct statvfs vfs {};
-  if (::statvfs(dir.c_str(), &vfs) != 0) return false;
+  if (::statvfs(dir.c_str(), &vfs) != 0) return errno == ENOENT;
   if ((vfs.f_flag & ST_RDONLY) || static_cast<std::uint64_t>(vfs.f_bavail) * vfs.f_frsize < (1U << 20)) return true;
   const UniqueFd probe(::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600));
   return !probe && (errno == EROFS || errno == ENOSPC || errno == EDQUOT || errno == EIO);
@@ -98,9 +99,9 @@ bool Index::writable() const {
   return writable_;
 }
 
-void Index::reopen_writable() {
+void Index::reopen_writable(bool again) {
   std::lock_guard lock(mu_);
-  if (writable_) return;
+  if (writable_ && !again) return;
   sqlite3* const old = db_;
   const int old_version = version_;
   db_ = nullptr;

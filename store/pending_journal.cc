@@ -12,6 +12,7 @@
 #include <map>
 #include <system_error>
 
+#include "store/fallback_core.h"
 #include "store/index.h"
 #include "store/record_extras.h"
 #include "store/record_json.h"
@@ -125,6 +126,11 @@ ReplayResult PendingJournal::replay_into(Index& index, std::int64_t now_us, cons
     if (!interrupted_reason.empty() && r.state == DumpState::InProgress) {
       r.state = DumpState::Interrupted;
       r.reason = interrupted_reason;
+    }
+    // Its core still waits in the fallback (store/fallback_core.h): the record follows the core.
+    if (core_in_fallback(r)) {
+      keep.push_back(std::move(e));
+      continue;
     }
     r.extra[extras::kJournaled] = {{"reason", e.why}, {"journaled_us", e.journaled_us}, {"moved_us", now_us}};
     try {

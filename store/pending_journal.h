@@ -38,7 +38,7 @@ struct PendingContents {
 /// What PendingJournal::replay_into() did.
 struct ReplayResult {
   int moved = 0;                     ///< records now in the index
-  int left = 0;                      ///< records still in the journal (the index refused them)
+  int left = 0;                      ///< records still in the journal (refused, or their core in the fallback)
   std::vector<std::string> errors;   ///< why records were left ("<id>: <index error>")
   std::vector<std::string> skipped;  ///< corrupt lines dropped, "line N: <reason>"
 };
@@ -71,7 +71,9 @@ class PendingJournal {
 
   /// Moves every entry into `index` (update where the id exists, else insert), each marked in
   /// extra.journaled ({"reason", "journaled_us", "moved_us"}); corrupt lines are dropped and
-  /// reported. What the index refuses stays in the journal, rewritten to hold only that.
+  /// reported. What the index refuses stays in the journal, rewritten to hold only that; so does
+  /// a record whose core is still in the fallback (core_in_fallback(), store/fallback_core.h),
+  /// which follows its core once that is moved in.
   /// `interrupted_reason`: when not empty (a replay at start, no dump running), an InProgress record
   /// is moved as Interrupted with this reason. Throws std::system_error if the journal cannot be
   /// read or rewritten.

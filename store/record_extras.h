@@ -134,6 +134,11 @@ inline constexpr const char* kVacuumed = "vacuumed";
 /// was written (read-only or full store); it waited in the pending journal (store/pending_journal.h)
 /// and was moved into the index later.
 inline constexpr const char* kJournaled = "journaled";
+/// object {dir, file, reason, kept_us (UTC µs); moved_us once moved}: the store could not take
+/// this core (not mounted yet, read-only, full), so it was kept under `dir` (a fallback on /run,
+/// daemon/dump/core_fallback.h) with its record in the pending journal, and moved into the store
+/// later (store/fallback_core.h). Without moved_us the core is still in `dir`/`file`.
+inline constexpr const char* kFallback = "fallback";
 
 // --- Keys inside objects that the store and dumpctl read --------------------------------------
 

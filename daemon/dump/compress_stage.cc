@@ -18,6 +18,7 @@
 #include "daemon/dump/finalize.h"
 #include "daemon/dump/spool_recovery.h"
 #include "daemon/report/log_limiter.h"
+#include "store/core_accounting.h"
 #include "store/vacuum.h"
 #include "store/record_extras.h"
 #include "util/time.h"
@@ -57,9 +58,9 @@ void compress_stage(const std::shared_ptr<Handoff>& hp) {
   std::string error = h.spool ? "" : "no spool";
   std::optional<CoreWriter> writer;
   if (error.empty() && !forwarded) {
-    apply_retention(h.ctx, *h.config, h.id);  // make room before the file grows
+    if (!h.to_fallback) apply_retention(h.ctx, *h.config, h.id);  // make room before the file grows
     try {
-      writer.emplace(h.ctx.store_dirfd, h.core_path, CompressionOptions{h.compression_level, 0, h.config->compression.core_tables});
+      writer.emplace(h.dirfd, h.core_path, CompressionOptions{h.compression_level, 0, h.config->compression.core_tables});
     } catch (const StoreError& e) {
       error = e.what();
     }
@@ -128,7 +129,7 @@ void compress_stage(const std::shared_ptr<Handoff>& hp) {
     r.compression = kCompressionNone;
     r.path = r.id + std::string(kRawExtension);
     try {
-      c.stored = h.spool->persist(h.ctx.store_dirfd, r.path);
+      c.stored = h.spool->persist(h.dirfd, r.path);
     } catch (const StoreError& e) {
       error = e.what();
     }
@@ -149,7 +150,12 @@ void compress_stage(const std::shared_ptr<Handoff>& hp) {
   // the committed core unindexed, as it did before spools were kept (one index update).
   if (h.spool_named) forget_kept_spool(h.ctx.store_dirfd, h.id);
   finalize_dump(h, *drained, c);
-  if (!forwarded) apply_retention(h.ctx, *h.config, h.id);  // quotas, now counting this dump
+  if (h.to_fallback) {  // the spool's reservation becomes the stored core's size, or goes
+    h.ctx.fallback->release(d.fallback_reserved);
+    if (holds_core(r)) h.ctx.fallback->hold(r.stored_size);
+  } else if (!forwarded) {
+    apply_retention(h.ctx, *h.config, h.id);  // quotas, now counting this dump
+  }
   // The last dump of a burst gives the arenas' free pages back (main.cc). Not after each one: the
   // dumps still running would fault the trimmed pages in again.
   if (h.ctx.dumps_in_flight.load() == 0) ::malloc_trim(0);

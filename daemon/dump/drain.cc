@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "daemon/dump/core_fallback.h"
 #include "daemon/dump/core_writer.h"
 #include "daemon/dump/keep_free.h"
 #include "daemon/forward/forward.h"
@@ -42,7 +43,9 @@ StreamEnd drain(int fd, std::chrono::milliseconds idle, Pull&& pull);
 class DrainSink {
  public:
   DrainSink(Handoff& h, DrainReport& report, std::uint64_t limit, const RetentionLimits& retention)
-      : spool_(h.spool.get()), sampler_(h.sampler), d_(report), limit_(limit), keep_free_(h.ctx.store_dirfd, retention) {}
+      : spool_(h.spool.get()), sampler_(h.sampler), d_(report), limit_(limit),
+        keep_free_(h.dirfd, h.to_fallback ? RetentionLimits{} : retention),
+        fallback_(h.to_fallback ? h.ctx.fallback : nullptr) {}
 
   /// Where the next bytes of a plain core stream are read to: the spool's block, at most as much
   /// as the spool may still take (max_core_bytes); empty once it takes nothing more.
@@ -115,7 +118,26 @@ class DrainSink {
       (d_.spooled == 0 ? d_.spool_error : d_.cut_reason) = keep_free_.reason();
       return 0;
     }
-    return std::min(len, limit_ - d_.spooled);
+    const std::uint64_t n = std::min(len, limit_ - d_.spooled);
+    return fallback_ ? fallback_room(n) : n;
+  }
+
+  // A core going to the fallback reserves its bytes there a block at a time; one that finds no
+  // more room has no core at all (a part of a core in early boot is worth less than the /run
+  // memory it would hold): the dump is recorded without it, with the reason.
+  std::uint64_t fallback_room(std::uint64_t n) {
+    const std::uint64_t step = std::min<std::uint64_t>(n, Spool::kBlockBytes);
+    if (d_.fallback_reserved < d_.spooled + step) {
+      // A block's worth at once: one look at the filesystem per MiB, not per read.
+      const std::uint64_t chunk = std::max<std::uint64_t>(d_.spooled + step - d_.fallback_reserved, Spool::kBlockBytes);
+      if (std::string why = fallback_->reserve(chunk); !why.empty()) {
+        d_.spool_error = std::move(why);
+        limit_ = d_.spooled;
+        return 0;
+      }
+      d_.fallback_reserved += chunk;
+    }
+    return std::min(n, d_.fallback_reserved - d_.spooled);
   }
 
   // Once per kProbeBlocks blocks of the spool, the first block from there on that is mostly data
@@ -144,6 +166,7 @@ class DrainSink {
   DrainReport& d_;
   std::uint64_t limit_;
   KeepFreeGuard keep_free_;
+  CoreFallback* fallback_;  // null: the core goes to the store
   bool probe_due_ = false;
   protocol::CoreNoteScanner scanner_;
 };

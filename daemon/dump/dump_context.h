@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "daemon/dump/arena_pool.h"
+#include "daemon/dump/core_fallback.h"
 #include "daemon/dump/dump_budget.h"
 #include "daemon/report/stats.h"
 #include "store/index.h"
@@ -27,7 +28,12 @@ struct DumpContext {
   boost::asio::thread_pool& compressors;  ///< compressing spools into the store (CPU, lower priority)
   ArenaPool& spool_memory;                ///< the spools' blocks, kept warm between dumps
   Index& index;
-  int store_dirfd;                        ///< the store directory, opened O_DIRECTORY|O_NOFOLLOW
+  /// The store directory, opened O_DIRECTORY|O_NOFOLLOW; while it is missing (not mounted yet),
+  /// /dev/null. Its number stays; reattach_store() (fallback_mover.h) may dup3() another
+  /// directory over it.
+  int store_dirfd;
+  /// The store's path, for reattach_store(); "": never reattached.
+  std::string store_dir;
   Stats& stats;
   std::mutex vacuum_mu;                   ///< vacuum() calls on the store must not overlap
   std::atomic<int> dumps_in_flight{0};    ///< dump jobs queued or running
@@ -35,6 +41,10 @@ struct DumpContext {
   DumpBudget budget;
   /// Where records go that the index cannot take (record_keeper.h); nullptr: nowhere.
   PendingJournal* journal = nullptr;
+  /// Where cores go that the store cannot take now (core_fallback.h); nullptr: nowhere (metadata only).
+  CoreFallback* fallback = nullptr;
+  /// A move of the fallback's cores into the store is queued or running (fallback_mover.h).
+  std::atomic<bool> fallback_moving{false};
   /// Called with the saved record of each dump whose core is now in the store (Complete or
   /// Truncated, path set), on the compressor pool after the task was released: the analysis
   /// queue (daemon/analyze/) takes it from here. Must not block or throw. Empty: nothing.

@@ -38,7 +38,8 @@ void run_dump_job(DumpContext& ctx, DumpJob job, std::function<void()> done) {
   std::unique_ptr<Spool> spool;
   std::string spool_error;
   try {
-    spool = std::make_unique<Spool>(ctx.store_dirfd, job.config->spool_direct_io, &ctx.spool_memory);
+    const int dirfd = job.to_fallback && ctx.fallback ? ctx.fallback->dirfd() : ctx.store_dirfd;
+    spool = std::make_unique<Spool>(dirfd, job.config->spool_direct_io, &ctx.spool_memory);
   } catch (const std::exception& e) {  // StoreError; bad_alloc or system_error (its writer thread)
     spool_error = std::string("spool: ") + e.what();
   }
@@ -66,10 +67,11 @@ void hand_off(const std::shared_ptr<Handoff>& h, Drained drained) {
 
 // A core whose stream has ended is kept on disk under a name for a restart to find, in case the
 // daemon stops before it is stored (spool_recovery.h). After the release of the task: the fsync
-// here never makes it wait. Not for what would not be stored: a failed or forwarded dump.
+// here never makes it wait. Not for what would not be stored: a failed or forwarded dump; nor for
+// a core going to the fallback (on /run, which a reboot empties; a restart finds it interrupted).
 void keep_for_restart(Handoff& h, const Drained& drained) {
   const DrainReport& d = drained.report;
-  if (!d.spool_error.empty() || d.malformed || d.forward.delivered) return;
+  if (!d.spool_error.empty() || d.malformed || d.forward.delivered || h.to_fallback) return;
   const DumpVerdict v = judge_dump(d, CompressReport{});
   if (v.state != DumpState::Complete && v.state != DumpState::Truncated) return;
   SpoolManifest m;

@@ -40,6 +40,9 @@ struct DumpJob {
   /// Called once on the dump pool when the stream has ended and the spool has taken it (before
   /// compression): a storm's crashes wait for the memory a stream holds, not for the compressor.
   std::function<void()> on_drained;
+  /// The store cannot take the core now (store_problem()): it goes to ctx.fallback instead
+  /// (core_fallback.h), its record (extra.fallback, set by the session) to the pending journal.
+  bool to_fallback = false;
 };
 
 /// Runs the drain stage (blocking; call on the dump pool) and posts the compress stage to

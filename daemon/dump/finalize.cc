@@ -44,12 +44,14 @@ void finalize_dump(Handoff& h, Drained& drained, const CompressReport& compress)
   }
   apply_verdict(verdict, d, r);
   r.extra[extras::kStoredUs] = us_since(h.started);
+  // Where the core waits (a raw core's name is only known now); save_record() journals the record.
+  if (h.to_fallback && holds_core(r)) r.extra[extras::kFallback]["file"] = r.path;
   bool saved = save_record(ctx, r, h.indexed, /*journal_if_refused=*/!holds_core(r));
   if (!saved && holds_core(r)) {
     // The core is linked but the index cannot say so (a full store: a raw core can take its last
     // page). Left, it would be an orphan no vacuum counts; deleting it frees the space the index
     // needs to record the failure.
-    ::unlinkat(ctx.store_dirfd, r.path.c_str(), 0);
+    ::unlinkat(h.dirfd, r.path.c_str(), 0);
     verdict = core_not_indexed(verdict);
     apply_verdict(verdict, d, r);
     saved = save_record(ctx, r, h.indexed);
@@ -57,7 +59,8 @@ void finalize_dump(Handoff& h, Drained& drained, const CompressReport& compress)
   ctx.stats.count(verdict.outcome());
   if (verdict.forward_fallback) ctx.stats.count(Outcome::ForwardFallback);
   log_dump(r, drained.job, d);
-  if (saved && holds_core(r) && ctx.on_stored) ctx.on_stored(r);  // the analysis, after the store
+  // The analysis, after the store; a core in the fallback is analysed once it is moved in.
+  if (saved && holds_core(r) && !h.to_fallback && ctx.on_stored) ctx.on_stored(r);
   if (h.done) h.done();
 }
 

@@ -37,6 +37,7 @@ struct Handoff {
       : ctx(c), config(job.config), id(job.record.id), core_path(job.record.path),
         compression_level(job.policy.compression_level), forwarding(static_cast<bool>(job.forward_socket)),
         may_store_uncompressed(job.negotiation.records != protocol::FlagOutcome::Granted && !forwarding),
+        to_fallback(job.to_fallback && c.fallback), dirfd(to_fallback ? c.fallback->dirfd() : c.store_dirfd),
         started(started_), indexed(indexed_), spool(std::move(spool_)), done(std::move(done_)) {}
 
   DumpContext& ctx;
@@ -46,6 +47,8 @@ struct Handoff {
   const int compression_level;  ///< the policy's zstd level
   const bool forwarding;        ///< a receiver gets the stream; its fate decides whether to store
   const bool may_store_uncompressed;  ///< a plain core stream, not forwarded: the spool can be the core
+  const bool to_fallback;       ///< the core goes to ctx.fallback, not the store (core_fallback.h)
+  const int dirfd;              ///< where the spool and the core file go: the store or the fallback
   const DumpClock::time_point started;
   const bool indexed;           ///< the InProgress row was inserted
   std::unique_ptr<Spool> spool;  ///< null if it could not be created; the compressor destroys it

@@ -11,6 +11,7 @@
 #include "daemon/report/log_limiter.h"
 #include "daemon/report/logging.h"
 #include "store/pending_journal.h"
+#include "store/record_extras.h"
 
 namespace coredumpd {
 
@@ -23,7 +24,23 @@ std::int64_t now_us() {
 
 }  // namespace
 
+bool bound_for_fallback(const DumpRecord& r) {
+  const auto it = r.extra.find(extras::kFallback);
+  return it != r.extra.end() && it->is_object() && !it->contains("moved_us");
+}
+
 bool save_record(DumpContext& ctx, const DumpRecord& record, bool update, bool journal_if_refused) {
+  // Its core goes to (or is in) the fallback: the record waits with it in the journal and follows
+  // the core into the index (fallback_mover.h), never ahead of it.
+  if (bound_for_fallback(record)) {
+    const std::string why = record.extra.at(extras::kFallback).value("reason", std::string("store unusable"));
+    const std::string journal_error = ctx.journal ? ctx.journal->append(record, why) : "no pending journal";
+    if (journal_error.empty()) return true;
+    ctx.stats.count(Outcome::RecordLost);
+    spdlog::error("dump {}: pid {} ({}): record of a core in the fallback lost: {}", record.id, record.pid,
+                  escape_for_log(record.exe), journal_error);
+    return false;
+  }
   if (!ctx.index.writable()) recover_pending_records(ctx, false);  // a few syscalls while unusable
   try {
     update ? ctx.index.update(record) : ctx.index.insert(record);
@@ -85,7 +102,8 @@ void recover_pending_records(DumpContext& ctx, bool at_start) {
         ctx.index, now_us(), at_start ? "coredumpd stopped while this dump was in progress" : "");
     for (const auto& s : r.skipped) spdlog::warn("pending journal {}: dropped {}", ctx.journal->path(), s);
     if (r.moved > 0) spdlog::info("moved {} record(s) from the pending journal into the index", r.moved);
-    if (r.left > 0 && log_limiter().allow("journal replay"))
+    // Records whose cores are still in the fallback stay without an error (fallback_mover.h).
+    if (!r.errors.empty() && log_limiter().allow("journal replay"))
       spdlog::warn("{} record(s) stay in the pending journal: {}", r.left, r.errors.front());
   } catch (const std::exception& e) {
     spdlog::error("pending journal {}: {}", ctx.journal->path(), e.what());

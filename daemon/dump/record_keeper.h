@@ -19,4 +19,9 @@ std::string describe_store_state(const DumpContext& ctx, const std::string& inde
 /// start. Never throws.
 void recover_pending_records(DumpContext& ctx, bool at_start);
 
+/// True if `r` is a dump whose core was sent to the fallback (extra.fallback, not yet moved_us):
+/// save_record() puts such a record into the pending journal, never the index, so that it reaches
+/// the index only with its core (fallback_mover.h).
+bool bound_for_fallback(const DumpRecord& r);
+
 }  // namespace coredumpd

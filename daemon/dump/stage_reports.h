@@ -39,6 +39,7 @@ struct DrainReport {
   std::uint64_t spooled = 0;       ///< of them, put in the spool (max_core_bytes cuts the rest)
   std::string spool_error;         ///< the spool could not be created or written: no core to store
   std::string cut_reason;          ///< why spooling stopped short other than max_core_bytes (keep_free)
+  std::uint64_t fallback_reserved = 0;  ///< bytes reserved in the fallback for the spool (core_fallback.h)
   StreamEnd stream;
   bool records = false;            ///< a COREDUMP_RECORDS stream
   bool malformed = false;          ///< ... that broke the protocol (record_error says how)

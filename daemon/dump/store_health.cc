@@ -14,6 +14,8 @@ namespace coredumpd {
 std::optional<std::string> store_problem(int store_dirfd) {
   struct stat st{};
   if (::fstat(store_dirfd, &st) < 0) return std::string("store directory: ") + std::strerror(errno);
+  // Not a directory: the placeholder the server holds while the store's path is missing.
+  if (!S_ISDIR(st.st_mode)) return std::string("store directory is missing (its filesystem not mounted yet?)");
   if (st.st_nlink == 0) return std::string("store directory was removed");
   struct statvfs vfs{};
   if (::fstatvfs(store_dirfd, &vfs) < 0) return std::string("store filesystem: ") + std::strerror(errno);

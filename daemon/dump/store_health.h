@@ -10,7 +10,9 @@ namespace coredumpd {
 /// configured keep_free; this is the last line).
 inline constexpr unsigned long long kStoreMinFreeBytes = 1ULL << 20;
 
-/// Why the store at `store_dirfd` cannot take a core now — read-only filesystem (mounted ro, or
+/// Why the store at `store_dirfd` cannot take a core now — missing (the descriptor is not a
+/// directory: the server's placeholder while its path does not exist, docs/EARLY_BOOT.md),
+/// read-only filesystem (mounted ro, or
 /// refusing writes after an error), directory removed, filesystem full (< kStoreMinFreeBytes
 /// available), files cannot be created — or std::nullopt if it can. Four syscalls (fstat, fstatvfs,
 /// an O_TMPFILE open and its close; tens of microseconds); safe to call in the handshake.

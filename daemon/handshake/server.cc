@@ -22,7 +22,9 @@
 #include "daemon/policy/config_files.h"
 #include "daemon/policy/host_namespaces.h"
 #include "daemon/handshake/session.h"
+#include "daemon/dump/fallback_mover.h"
 #include "daemon/dump/record_keeper.h"
+#include "daemon/dump/store_health.h"
 #include "daemon/dump/spool.h"
 #include "daemon/dump/spool_recovery.h"
 #include "daemon/report/log_limiter.h"
@@ -42,8 +44,9 @@ namespace {
 // while the last one's stream is still draining. 12 MiB of resident memory.
 constexpr std::size_t kWarmSpools = 2;
 
-// How often an unusable store (or a non-empty pending journal) is looked at again between crashes.
-constexpr std::chrono::seconds kStoreRecheck{30};
+// How often an unusable store (or a non-empty pending journal, or cores in the fallback) is looked
+// at again between crashes: in early boot the store's filesystem is mounted within seconds.
+constexpr std::chrono::seconds kStoreRecheck{10};
 
 std::string read_boot_id() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -89,11 +92,29 @@ void listen_on_path(local::acceptor& acceptor, const std::string& path, int back
 
 }  // namespace
 
-UniqueFd open_store_dir(const std::string& path) {
-  if (::mkdir(path.c_str(), 0750) < 0 && errno != EEXIST)
-    throw std::system_error(errno, std::generic_category(), "creating store " + path);
+UniqueFd open_store_dir(const std::string& path, bool& absent) {
+  absent = false;
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) throw std::system_error(errno, std::generic_category(), "opening store " + path);
+  if (fd) return fd;
+  if (errno != ENOENT) throw std::system_error(errno, std::generic_category(), "opening store " + path);
+  // Missing. With its parent there, this is a first run: create it. With its parent missing too,
+  // its filesystem is not mounted yet (early boot: /var not mounted; systemd-tmpfiles creates the
+  // store once it is): creating it now would put it, and its parents, on the filesystem below.
+  struct stat parent{};
+  const auto parent_path = std::filesystem::path(path).parent_path();
+  if (::stat(parent_path.c_str(), &parent) == 0 && S_ISDIR(parent.st_mode)) {
+    if (::mkdir(path.c_str(), 0750) == 0 || errno == EEXIST) {
+      fd.reset(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!fd) throw std::system_error(errno, std::generic_category(), "opening store " + path);
+      return fd;
+    }
+    // A read-only parent (the root filesystem before it is remounted rw, or ProtectSystem=strict
+    // before systemd-tmpfiles made the store): wait for the store like for a mount.
+    if (errno != EROFS) throw std::system_error(errno, std::generic_category(), "creating store " + path);
+  }
+  absent = true;
+  fd.reset(::open("/dev/null", O_RDONLY | O_CLOEXEC));  // a placeholder: store_problem() says "missing"
+  if (!fd) throw std::system_error(errno, std::generic_category(), "opening /dev/null");
   return fd;
 }
 
@@ -109,7 +130,12 @@ Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
       watchdog_(io_),
       drain_timer_(io_),
       store_timer_(io_) {
-  store_dir_ = open_store_dir(config_->store_dir);
+  bool store_absent = false;
+  store_dir_ = open_store_dir(config_->store_dir, store_absent);
+  if (store_absent)
+    spdlog::warn("store {}: missing, and so is its parent (not mounted yet?): cores go to the fallback {} until it "
+                 "appears",
+                 config_->store_dir, fallback_dir_of(*config_));
   // A read-only or full store still serves: records the index cannot take go to the journal.
   std::string index_note;
   index_ = Index::open_best(config_->store_dir, index_note);
@@ -121,6 +147,16 @@ Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
                                          read_boot_id(), stats_,
                                          config_);
   ctx_->journal = journal_.get();
+  ctx_->store_dir = config_->store_dir;
+  if (config_->fallback_max_bytes > 0) {
+    try {
+      fallback_ = std::make_unique<CoreFallback>(fallback_dir_of(*config_), config_->fallback_max_bytes,
+                                                 config_->fallback_keep_free);
+      ctx_->fallback = fallback_.get();
+    } catch (const std::exception& e) {  // the daemon still serves: such crashes get records only
+      spdlog::error("no fallback for cores the store cannot take: {}", e.what());
+    }
+  }
   recover_pending_records(*ctx_, /*at_start=*/true);
   spdlog::info("store {}: {}", config_->store_dir, describe_store_state(*ctx_, index_note));
   // Said once: without a reference for a namespace type, crashes in it alone look like the host's.
@@ -155,6 +191,8 @@ int Server::run() {
   // Cores received in full before a stop; on a store that refuses writes they wait for the next
   // start. Here rather than in the constructor: a recovered dump meets the on_stored hook main() set.
   if (index_->writable()) start_spool_recovery(*ctx_, *config_, ctx_->in_flight);
+  // Cores a stop left in the fallback: into the store, if it can take them now.
+  if (fallback_ && journal_->has_entries()) request_store_check(*ctx_);
   // This thread accepts and acks: ahead of dump streams and compression (see kHandshakeNice).
   ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kHandshakeNice);
   // Off the accept thread: touching huge pages can take a cold VM tens of milliseconds.
@@ -226,6 +264,9 @@ void Server::reload() {
     fresh.socket_path = config_->socket_path;  // the socket and store cannot change under a running server
     fresh.store_dir = config_->store_dir;
     fresh.pending_dir = config_->pending_dir;
+    fresh.fallback_dir = config_->fallback_dir;  // the fallback is made at start (CoreFallback)
+    fresh.fallback_max_bytes = config_->fallback_max_bytes;
+    fresh.fallback_keep_free = config_->fallback_keep_free;
     fresh.allow_unverified_peers = config_->allow_unverified_peers;
     ctx_->set_config(std::make_shared<const Config>(std::move(fresh)));
     spdlog::info("SIGHUP: configuration reloaded from {} file(s): {}", loaded.sources.size(),
@@ -268,8 +309,8 @@ void Server::store_tick() {
   store_timer_.expires_after(kStoreRecheck);
   store_timer_.async_wait([this](error_code ec) {
     if (ec) return;
-    if (!index_->writable() || journal_->has_entries())
-      boost::asio::post(dumps_, [ctx = ctx_.get()] { recover_pending_records(*ctx, false); });  // off the io thread
+    // Off the io thread: a store that appeared, a writable index again, the fallback's cores moved in.
+    if (!index_->writable() || journal_->has_entries() || store_problem(store_dir_.get())) request_store_check(*ctx_);
     store_tick();
   });
 }

@@ -32,7 +32,7 @@ struct ServerOptions {
 /// Owns everything a running daemon has. Construct, then run() until a stop signal.
 class Server {
  public:
-  /// Opens the store (creating it if missing), recovers interrupted dumps, and listens: on the
+  /// Opens the store (creating it if missing and its parent exists: open_store_dir()), recovers interrupted dumps, and listens: on the
   /// socket systemd passed (LISTEN_FDS) if any, else on config.socket_path. Throws std::exception
   /// subclasses with a readable message on any failure (the caller logs it and exits non-zero).
   Server(std::shared_ptr<const Config> config, ServerOptions options);
@@ -65,6 +65,7 @@ class Server {
   UniqueFd store_dir_;
   std::unique_ptr<Index> index_;
   std::unique_ptr<PendingJournal> journal_;  // records the index could not take (record_keeper.h)
+  std::unique_ptr<CoreFallback> fallback_;   // cores the store could not take (core_fallback.h); null: none
   Stats stats_;
   std::unique_ptr<ServerContext> ctx_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
@@ -77,8 +78,11 @@ class Server {
   std::unique_ptr<CorePatternGuard> pattern_;
 };
 
-/// Opens (creating with mode 0750 if missing) the store directory, refusing symlinks. Throws
-/// std::system_error.
-UniqueFd open_store_dir(const std::string& path);
+/// Opens the store directory, refusing symlinks. Missing, it is created (mode 0750) if its parent
+/// exists (a first run); if the parent is missing too, its filesystem is taken as not mounted yet
+/// (early boot): nothing is created, `absent` is set, and the descriptor returned is /dev/null, a
+/// placeholder store_problem() reports as missing, until reattach_store() puts the directory there.
+/// Throws std::system_error.
+UniqueFd open_store_dir(const std::string& path, bool& absent);
 
 }  // namespace coredumpd

@@ -345,6 +345,7 @@ void Session::hand_off_dump() {
               receiver_ ? std::move(receiver_->socket) : UniqueFd(),
               // The memory share goes when the stream has ended; disk and count when the dump is indexed.
               [share] { share->release_memory(); }};
+  job.to_fallback = to_fallback_;
   receiver_.reset();
   asio::post(ctx_.dumps, [&ctx = ctx_, job = std::move(job), share]() mutable {
     run_dump_job(ctx, std::move(job), [&ctx, share] {

@@ -128,6 +128,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<PartialFacts> partial_;  // what the collectors published so far (collect())
   Policy policy_;
   std::string rule_;           ///< the rule that chose policy_ ("" for the defaults)
+  bool to_fallback_ = false;   ///< the store cannot take the core: it goes to ctx_.fallback
   std::string container_key_;  ///< container_key() of the crash's container ("host" outside any)
   bool quiet_ = false;  // the log limiter suppressed this session's lines (flood)
   std::optional<ReceiverLink> receiver_;  // forwarding: a receiver that accepted our request

@@ -2,6 +2,7 @@
 // the ack that can turn a core into a metadata-only record or a REJECT (rate limit, store, load).
 #include <spdlog/spdlog.h>
 
+#include "daemon/dump/fallback_mover.h"
 #include "daemon/dump/store_health.h"
 #include "daemon/handshake/session.h"
 #include "daemon/report/log_limiter.h"
@@ -79,15 +80,35 @@ void Session::apply_rate_limit(protocol::Wants& wants, std::string& why, const s
 // A core the store cannot take, or one beyond capacity, must not make the kernel stream: decide
 // before the ack. Checks are a couple of syscalls; a full store is the vacuum's business. Room for
 // the dump in flight is the budget's (session_budget.cc).
+//
+// A store that cannot take it now sends the core to the fallback on /run (core_fallback.h) while
+// that has room: in early boot the store's filesystem is often just not mounted yet.
 void Session::refuse_core_if_unable(protocol::Wants& wants, std::string& why) {
-  if (auto problem = store_problem(ctx_.store_dirfd)) {
-    ctx_.stats.count(Outcome::StoreUnavailable);
-    wants.mode = protocol::Mode::Reject;
-    why = *problem;
-    if (log_limiter().allow("store unavailable"))
-      spdlog::error("pid {} ({}) {}: rejecting the core: {}; the record is kept", record_.pid, escape_for_log(record_.exe),
-                    record_.signal ? signal_name(*record_.signal) : std::string("signal unknown"), why);
+  // A new dump is when a store that has appeared (mounted, created) is noticed at once: a few syscalls.
+  reattach_store(ctx_);
+  auto problem = store_problem(ctx_.store_dirfd);
+  if (!problem) {
+    if (ctx_.fallback && ctx_.fallback->used() > 0) request_store_check(ctx_);  // off this thread
+    return;
   }
+  std::optional<std::string> no_fallback =
+      ctx_.fallback ? ctx_.fallback->problem() : std::optional<std::string>("no fallback directory");
+  if (!no_fallback) {
+    to_fallback_ = true;
+    ctx_.stats.count(Outcome::KeptInFallback);
+    record_.extra[extras::kFallback] = {{"dir", ctx_.fallback->dir()}, {"reason", *problem}, {"kept_us", record_.timestamp_us}};
+    if (log_limiter().allow("core to fallback"))
+      spdlog::warn("pid {} ({}) {}: {}: the core goes to the fallback {} until the store can take it", record_.pid,
+                   escape_for_log(record_.exe), record_.signal ? signal_name(*record_.signal) : std::string("signal unknown"),
+                   *problem, ctx_.fallback->dir());
+    return;
+  }
+  ctx_.stats.count(Outcome::StoreUnavailable);
+  wants.mode = protocol::Mode::Reject;
+  why = *problem + "; " + *no_fallback;
+  if (log_limiter().allow("store unavailable"))
+    spdlog::error("pid {} ({}) {}: rejecting the core: {}; the record is kept", record_.pid, escape_for_log(record_.exe),
+                  record_.signal ? signal_name(*record_.signal) : std::string("signal unknown"), why);
 }
 
 }  // namespace coredumpd

@@ -98,6 +98,11 @@ std::string pending_dir_of(const Config& c) {
   return (std::filesystem::path(c.socket_path).parent_path() / "pending").string();
 }
 
+std::string fallback_dir_of(const Config& c) {
+  if (!c.fallback_dir.empty()) return c.fallback_dir;
+  return (std::filesystem::path(c.socket_path).parent_path() / "fallback").string();
+}
+
 Config load_config_file(const std::string& path, Config base) {
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot be read");

@@ -43,6 +43,13 @@ struct Config {
   /// Records the index cannot take (a read-only or full store) wait here (store/pending_journal.h).
   /// "": `pending` beside the socket (/run/coredumpd/pending by default): see pending_dir_of().
   std::string pending_dir;
+  /// Cores the store cannot take yet (not mounted in early boot, read-only, full) wait here
+  /// (daemon/dump/core_fallback.h). "": `fallback` beside the socket: see fallback_dir_of().
+  std::string fallback_dir;
+  /// Most bytes the fallback's cores hold together; 0: no fallback (metadata only, as before).
+  std::uint64_t fallback_max_bytes = std::uint64_t{256} << 20;
+  /// Free bytes the fallback leaves on its filesystem (a tmpfs: memory).
+  std::uint64_t fallback_keep_free = std::uint64_t{32} << 20;
   /// Longest the crashing task may stay frozen before we ack (accept -> ack sent). The kernel has no
   /// timeout of its own (docs/PROTOCOL.md §4.7), so this bound is ours to keep.
   std::chrono::milliseconds handshake_timeout{2000};
@@ -124,6 +131,9 @@ RetentionLimits effective_retention(const Config& c);
 /// The pending journal's directory: c.pending_dir, or when that is "" the directory `pending` beside
 /// c.socket_path (a tmpfs under /run by default, writable when the store is not).
 std::string pending_dir_of(const Config& c);
+/// The fallback's directory: c.fallback_dir, or when that is "" the directory `fallback` beside the
+/// socket (/run/coredumpd/fallback by default).
+std::string fallback_dir_of(const Config& c);
 
 /// Reads one JSON configuration file (no drop-ins) over `base` and returns the result. Throws
 /// ConfigError. The daemon reads the main file and its drop-ins with load_config() (config_files.h).

@@ -30,6 +30,8 @@ enum class Outcome : std::size_t {
   ForwardedIn,       ///< on the way: a crash received from a forwarder (accept_forwarded)
   Journaled,         ///< on the way: the index could not take a record; it waits in the pending journal
   RecordLost,        ///< on the way: neither the index nor the pending journal took a record
+  KeptInFallback,    ///< on the way: the store could not take a core; it went to the fallback on /run
+  FallbackMoved,     ///< on the way: a core kept in the fallback was moved into the store
   // After the store (daemon/analyze/): what became of a stored core's analysis.
   Analyzed,             ///< on the way: an analysis report ("ok") was recorded
   AnalysisUnavailable,  ///< on the way: recorded as "analysis unavailable" (analyzer failed, timed out, ...)
@@ -67,6 +69,8 @@ inline constexpr std::array<OutcomeInfo, kOutcomeCount> kOutcomes = {{
     {Outcome::ForwardedIn, "forwarded_in", "received forwarded"},
     {Outcome::Journaled, "journaled", ""},
     {Outcome::RecordLost, "record_lost", ""},
+    {Outcome::KeptInFallback, "kept_in_fallback", "kept in fallback"},
+    {Outcome::FallbackMoved, "fallback_moved", "moved from fallback"},
     {Outcome::Analyzed, "analyzed", "analyzed"},
     {Outcome::AnalysisUnavailable, "analysis_unavailable", "analysis unavailable"},
     {Outcome::AnalysisQueueFull, "analysis_queue_full", "analysis queue full"},

@@ -133,7 +133,7 @@ TEST_F(Resilience, StoreTurnedReadOnlyRejectsFast) {
   pattern_.reset();
   ScopedExt4Image ext4(*dir_ / "store.img", store_, 32);
   if (!ext4.ok()) GTEST_SKIP() << ext4.why();
-  restart_daemon();
+  restart_daemon(R"({"fallback_max_bytes": 0})");  // no fallback: the refusal itself is under test
   const auto abort = run_capture({"/bin/mount", "-o", "remount,abort", store_});
   ASSERT_EQ(abort.first.exit_code(), 0) << abort.second;
 

@@ -40,7 +40,8 @@ class UnusableStoreE2E : public RealKernel {
   }
   std::string config(const std::string& extra = "") {
     pending_ = *dir_ / "pending";
-    return R"({"defaults": {"post_dump": []}, "pending_dir": ")" + pending_ + "\"" + extra + "}";
+    // No fallback (on by default): a refused core, not one kept on /run (early_boot_store_e2e_test.cc).
+    return R"({"defaults": {"post_dump": []}, "fallback_max_bytes": 0, "pending_dir": ")" + pending_ + "\"" + extra + "}";
   }
   std::uint64_t free_bytes() {
     struct statvfs sv{};

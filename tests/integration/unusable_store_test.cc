@@ -52,7 +52,10 @@ class UnusableStore : public ::testing::Test {
   }
 
   void start(const std::string& extra_config = "") {
-    std::ofstream(*dir_ / "config.json") << "{\"pending_dir\": \"" << pending_ << "\"" << extra_config << "}";
+    // No fallback (on by default): these tests are about the records of refused cores
+    // (tests/e2e/early_boot_store_e2e_test.cc has the fallback).
+    std::ofstream(*dir_ / "config.json") << "{\"pending_dir\": \"" << pending_ << "\", \"fallback_max_bytes\": 0"
+                                         << extra_config << "}";
     daemon_ = std::make_unique<Daemon>(COREDUMPD_BIN, socket_, store_, *dir_ / "log",
                                        std::vector<std::string>{"--allow-unverified-peers", "--config", *dir_ / "config.json"});
   }

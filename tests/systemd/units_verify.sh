@@ -85,5 +85,18 @@ caps=$(key "$svc" CapabilityBoundingSet | tr ' ' '\n' | sort | xargs)
 [[ -n $(find "$root" -path '*/tmpfiles.d/coredumpd.conf' -print -quit) ]] || fail "tmpfiles.d/coredumpd.conf not installed"
 ok "socket mode/backlog, capability set, no --install-pattern, tmpfiles entry"
 
+# Early boot (docs/EARLY_BOOT.md): the service can start before /var is mounted, so nothing may
+# order it after basic.target or add a mount dependency on /var (StateDirectory=, CacheDirectory=,
+# LogsDirectory=, PrivateTmp= all do); the store's ReadWritePaths= may be missing at start ('-').
+[[ $(key "$svc" DefaultDependencies) == no ]] || fail "coredumpd.service needs DefaultDependencies=no (early boot)"
+for k in StateDirectory CacheDirectory LogsDirectory PrivateTmp RequiresMountsFor; do
+  [[ -z $(key "$svc" $k) ]] || fail "coredumpd.service sets $k=, which waits for /var's mount (early boot)"
+done
+grep -qx 'Conflicts=shutdown.target' "$svc" && grep -qx 'Before=shutdown.target' "$svc" ||
+  fail "without default dependencies the service must conflict with and come before shutdown.target"
+grep -q '^ReadWritePaths=-/var/lib/coredumpd$' "$svc" || fail "the store's ReadWritePaths= needs '-' (missing in early boot)"
+grep -q '^RuntimeDirectory=.*coredumpd/fallback' "$svc" || fail "the fallback on /run must be writable (RuntimeDirectory=)"
+ok "early boot: DefaultDependencies=no, no /var mount dependency, the fallback writable"
+
 # For the log only: systemd's own exposure rating of the sandbox.
 systemd-analyze security --offline=yes --root="$root" coredumpd.service 2>/dev/null | tail -n 1 || true
