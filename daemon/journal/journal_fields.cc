@@ -180,7 +180,7 @@ std::vector<std::string> journal_fields(const DumpRecord& r, const EntryOptions&
   b.add("MESSAGE", message(r, report, stored, o), kMaxLongField);
   b.add("MESSAGE_ID", std::string(kCoredumpMessageId));
   b.add("PRIORITY", 2);  // LOG_CRIT, as systemd-coredump
-  // Always written, unknown or not: coredumpd 252's `coredumpctl list` aborts (an assertion in
+  // Always written, unknown or not: systemd 252's `coredumpctl list` aborts (an assertion in
   // safe_atoi()/parse_uid()) on a crash entry that lacks one of these four, and then lists no
   // crash at all. Unknown ids are "-1" (it shows "-"), an unknown signal "0".
   b.add("COREDUMP_PID", r.pid);
