@@ -109,6 +109,7 @@ void move_fallback_cores(DumpContext& ctx) {
       spdlog::error("dump {}: its core was moved into the store, but the journal cannot say so: {}", done->id, error);
     ctx.stats.count(Outcome::FallbackMoved);
     if (done->state != DumpState::Failed) moved.push_back(std::move(*done));
+    else if (ctx.on_final) ctx.on_final(*done);  // its journal entry: the core was lost
   }
   if (!moved.empty()) spdlog::info("moved {} core(s) from the fallback {} into the store", moved.size(), ctx.fallback->dir());
   recover_pending_records(ctx, false);

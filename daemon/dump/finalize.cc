@@ -59,8 +59,15 @@ void finalize_dump(Handoff& h, Drained& drained, const CompressReport& compress)
   ctx.stats.count(verdict.outcome());
   if (verdict.forward_fallback) ctx.stats.count(Outcome::ForwardFallback);
   log_dump(r, drained.job, d);
-  // The analysis, after the store; a core in the fallback is analysed once it is moved in.
-  if (saved && holds_core(r) && !h.to_fallback && ctx.on_stored) ctx.on_stored(r);
+  // The analysis after the store (its journal entry waits for it), or the journal entry of a dump
+  // with nothing to analyse. A core kept in the fallback gets both once it is moved into the store
+  // (fallback_mover.cc): until then its file is not where the entry would say.
+  if (h.to_fallback && holds_core(r)) {
+  } else if (saved && holds_core(r) && ctx.on_stored) {
+    ctx.on_stored(r);
+  } else if (ctx.on_final) {
+    ctx.on_final(r);
+  }
   if (h.done) h.done();
 }
 
