@@ -62,10 +62,10 @@ void finalize_dump(Handoff& h, Drained& drained, const CompressReport& compress)
   // The analysis after the store (its journal entry waits for it), or the journal entry of a dump
   // with nothing to analyse. A core kept in the fallback gets both once it is moved into the store
   // (fallback_mover.cc): until then its file is not where the entry would say.
-  if (h.to_fallback && holds_core(r)) {
-  } else if (saved && holds_core(r) && ctx.on_stored) {
+  const bool waits_in_fallback = h.to_fallback && holds_core(r);
+  if (!waits_in_fallback && saved && holds_core(r) && ctx.on_stored) {
     ctx.on_stored(r);
-  } else if (ctx.on_final) {
+  } else if (!waits_in_fallback && ctx.on_final) {
     ctx.on_final(r);
   }
   if (h.done) h.done();
