@@ -69,7 +69,7 @@ void find_problems(StatusReport& r) {
   }
   if (!r.daemon) {
     const bool held = r.socket.listening == true;  // socket activation: systemd holds it
-    r.problems.push_back({false, r.daemon_error + (held ? "; its kernel socket is listening: a crash starts it" : "")});
+    r.problems.push_back({false, r.daemon_error + (held ? "; the kernel socket is listening, so crashes are still taken" : "")});
   }
   const auto bytes = uint_at(r.store_usage, "bytes");
   const auto max_use =
@@ -79,6 +79,8 @@ void find_problems(StatusReport& r) {
 }
 
 std::string daemon_line(const StatusReport& r) {
+  if (!r.daemon && r.daemon_down && r.socket.listening == true)
+    return "no query service (its kernel socket is listening: socket activation, or a coredumpd without one)";
   if (!r.daemon) return r.daemon_down ? "not running" : "not answering (see the warning below)";
   const QueryStatus& d = *r.daemon;
   std::string s = "running (pid " + std::to_string(d.pid) + ", version " + escape_for_display(d.version);
