@@ -157,6 +157,9 @@ class DumpctlQuery : public ::testing::Test {
 
     for (auto [n, uid, euid, may] : {std::tuple{3, 0, 0, true}, std::tuple{4, int(kUser), 0, false}}) {
       DumpRecord o = record(n, uid, euid, may);
+      // Root's dump shares 24 characters with the user's raw dump: a prefix ambiguous in the store
+      // that the user's own list resolves.
+      if (n == 3) o.id = raw.id.substr(0, 24) + "ffffffff";
       const std::string oz = zstd_compress(core_bytes('x', 1000));
       o.compression = kCompressionZstd;
       o.path = o.id + ".zst";
@@ -223,9 +226,13 @@ TEST_F(DumpctlQuery, UserListsOnlyTheirOwnDumps) {
 
 TEST_F(DumpctlQuery, ShortIdsResolveAmongTheUsersOwnDumps) {
   start_daemon();
-  const Result info = as_user({"info", "--json", user_raw_.substr(0, 14)});
+  const std::string prefix = user_raw_.substr(0, 24);
+  const Result info = as_user({"info", "--json", prefix});
   ASSERT_EQ(info.rc(), 0) << info.err;
   EXPECT_EQ(nlohmann::json::parse(info.out).at("id"), user_raw_);
+  const Result root = run_dumpctl_as(0, 0, {"--store", store_, "info", prefix}, user_dir_);
+  EXPECT_EQ(root.rc(), 1);
+  EXPECT_NE(root.err.find("ambiguous"), std::string::npos) << "among all dumps it is: " << root.err;
   // Root's dump: not listed, so not matched, whatever the prefix; and refused by full id too.
   for (const auto& other : others_) {
     const Result r = as_user({"info", other});
