@@ -16,6 +16,7 @@
 #include "daemon/policy/journal_settings.h"
 #include "daemon/policy/compression_options.h"
 #include "daemon/policy/policy.h"
+#include "store/query_protocol.h"
 #include "store/retention_limits.h"
 #include "protocol/wire.h"
 
@@ -51,6 +52,9 @@ struct Config {
   std::uint64_t fallback_max_bytes = std::uint64_t{256} << 20;
   /// Free bytes the fallback leaves on its filesystem (a tmpfs: memory).
   std::uint64_t fallback_keep_free = std::uint64_t{32} << 20;
+  /// Where the query service listens (docs/QUERY.md) unless systemd passes its socket; "" turns the
+  /// service off. Read at start only.
+  std::string query_socket = kDefaultQuerySocket;
   /// Longest the crashing task may stay frozen before we ack (accept -> ack sent). The kernel has no
   /// timeout of its own (docs/PROTOCOL.md §4.7), so this bound is ours to keep.
   std::chrono::milliseconds handshake_timeout{2000};

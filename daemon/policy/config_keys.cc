@@ -48,6 +48,18 @@ constexpr ConfigKey<Config> kGlobal[] = {
      .description = "Free space the fallback never takes from its filesystem (/run is memory, shared with the system).",
      .apply = [](const KeyValue& v, Config& c) { c.fallback_keep_free = v.size(); },
      .write = [](const Config& c) -> json { return c.fallback_keep_free; }},
+    {.name = "query_socket", .type = "path", .values = "absolute, shorter than 108 bytes, or \"\" (no query service)",
+     .description = "Where users' dumpctl asks the daemon for their own dumps (docs/QUERY.md); ignored when systemd "
+                    "passes the socket named \"query\". Read at start only.",
+     .apply = [](const KeyValue& v, Config& c) {
+       if (v.value.is_string() && v.value.get_ref<const std::string&>().empty()) {
+         c.query_socket.clear();
+         return;
+       }
+       c.query_socket = v.path();
+       if (c.query_socket.size() >= 108) v.fail("path must be shorter than 108 bytes (UNIX_PATH_MAX)");
+     },
+     .write = [](const Config& c) -> json { return c.query_socket; }},
     integer_key<&Config::handshake_timeout>("handshake_timeout_ms", 10, 60'000,
         "Longest the crashing task stays frozen before the ack (the kernel has no timeout of its own)."),
     integer_key<&Config::stream_idle_timeout>("stream_idle_timeout_ms", 100, 3'600'000,
