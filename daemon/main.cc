@@ -22,7 +22,7 @@
 #include "daemon/handshake/passed_sockets.h"
 #include "daemon/handshake/server.h"
 #include "daemon/query/query_server.h"
-#include "daemon/query_status.h"
+#include "daemon/handshake/daemon_status.h"
 #include "daemon/dump/spool_recovery.h"
 #include "daemon/analyze/analysis_queue.h"
 #include "util/time.h"

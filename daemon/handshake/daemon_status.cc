@@ -1,4 +1,4 @@
-#include "daemon/query_status.h"
+#include "daemon/handshake/daemon_status.h"
 
 #include <fcntl.h>
 #include <unistd.h>
