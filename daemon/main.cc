@@ -22,7 +22,7 @@
 #include "daemon/handshake/passed_sockets.h"
 #include "daemon/handshake/server.h"
 #include "daemon/query/query_server.h"
-#include "daemon/query_status.h"
+#include "daemon/handshake/daemon_status.h"
 #include "daemon/dump/spool_recovery.h"
 #include "daemon/analyze/analysis_queue.h"
 #include "daemon/journal/journal_queue.h"
@@ -194,11 +194,18 @@ int main(int argc, char** argv) {
       q.passed_fd = passed.query;
       q.socket_path = query_socket_path;
       q.stats = &server.stats();
-      query = std::make_unique<coredumpd::QueryServer>(std::move(q));
+      // Crashes are handled without it: a socket that cannot be had costs users their queries only.
+      try {
+        query = std::make_unique<coredumpd::QueryServer>(std::move(q));
+      } catch (const std::exception& e) {
+        spdlog::error("query service off: {}", e.what());
+      }
+    }
+    if (query) {
       query->set_status([&server, &query, started_us] {
         return coredumpd::daemon_status(server, query->socket_path(), started_us);
       });
-    } else {
+    } else if (passed.query < 0 && query_socket_path.empty()) {
       spdlog::info("query service off (query_socket \"\")");
     }
     // The analysis of stored cores: its own thread, fed by the dump stage once a core is stored.

@@ -28,7 +28,11 @@ UniqueFd listen_query_socket(const std::string& path, int backlog) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) throw std::runtime_error(path + " exists and is not a socket; refusing to replace it");
-    ::unlink(path.c_str());  // stale: left by a daemon that died
+    // Stale (left by a daemon that died) unless something still accepts on it.
+    if (UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        probe && ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0)
+      throw std::runtime_error(path + " is served by another process (another coredumpd?); not replacing it");
+    ::unlink(path.c_str());
   }
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd) fail("socket");

@@ -3,6 +3,7 @@
 // own dumps with owner_may_read, gets "not_found" for root's and for a set-uid dump, and receives
 // its core as a descriptor; hostile clients (a flood, a 1 MiB request, garbage, silence, a slow
 // reader of a 5,000-record list) are refused or dropped while others are still served.
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "store/index.h"
+#include "store/query_protocol.h"
 #include "store/record_extras.h"
 #include "tests/integration/query_client.h"
 #include "tests/support/test_support.h"
@@ -130,7 +132,7 @@ TEST_F(QueryServerTest, RootSeesEverything) {
   const auto list = ask_list(c.get());
   ASSERT_TRUE(list);
   EXPECT_EQ(ids(*list), (std::vector<std::string>{id_of(1), id_of(2), id_of(3), id_of(4)}));
-  EXPECT_TRUE((*list)[0]["record"]["analysis"].is_null());
+  EXPECT_TRUE((*list)[0]["record"].value("analysis", nlohmann::json()).is_null());
   // Bounds, inclusive.
   const auto bounded = ask_list(c.get(), R"({"op":"list","since_us":1700000000000002,"until_us":1700000000000003})" "\n");
   ASSERT_TRUE(bounded);
@@ -236,7 +238,8 @@ TEST_F(QueryServerTest, HugeRequestIsTooLargeAndClosed) {
 TEST_F(QueryServerTest, GarbageIsBadRequestAndTheConnectionStaysUsable) {
   UniqueFd c = connect_query(query_);
   ASSERT_TRUE(c);
-  EXPECT_EQ(ask(c.get(), std::string("\x00\xff\x01 garbage {\n", 13))["code"], "bad_request");
+  constexpr char kGarbage[] = "\x00\xff\x01 garbage {\n";
+  EXPECT_EQ(ask(c.get(), std::string(kGarbage, sizeof(kGarbage) - 1))["code"], "bad_request");
   EXPECT_EQ(ask(c.get(), "{\"op\":\"drop_table\"}\n")["code"], "bad_request");
   EXPECT_EQ(ask(c.get(), "{\"op\":\"get\",\"id\":\"../index.sqlite\"}\n")["code"], "bad_request");
   EXPECT_EQ(ask(c.get(), "{\"op\":\"status\"}\n")["ok"], true);

@@ -170,6 +170,10 @@ Daemon::Daemon(const std::string& binary, const std::string& socket, const std::
     : log_(log) {
   std::vector<std::string> argv = launcher;
   argv.insert(argv.end(), {binary, "--socket", socket, "--store", store, "--log-level", "debug"});
+  // The query service only where a test asks for it: a default daemon would otherwise serve the
+  // host's /run/coredumpd-query.socket, and parallel tests would contend for it.
+  if (std::find(extra_args.begin(), extra_args.end(), "--query-socket") == extra_args.end())
+    argv.insert(argv.end(), {"--query-socket", ""});
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   pid_ = spawn(argv, log);
   const bool up = wait_until(

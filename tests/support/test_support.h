@@ -77,7 +77,8 @@ std::vector<std::string> proc_stat_fields(const std::string& path);
 /// SIGKILL after 10 s) on destruction.
 class Daemon {
  public:
-  /// Starts `binary` with `--socket socket --store store` plus `extra_args`, logging to `log`, and
+  /// Starts `binary` with `--socket socket --store store` (and `--query-socket ""`, no query
+  /// service, unless `extra_args` name one) plus `extra_args`, logging to `log`, and
   /// waits (up to 10 s) until the socket exists. Throws std::runtime_error if it does not come up.
   /// A non-empty `launcher` is run instead, with the daemon's command line appended (e.g.
   /// {"/usr/bin/unshare", "--pid", "--fork", "--kill-child", "--"}); pid() is then the launcher's.

@@ -1,6 +1,6 @@
 // What {"op":"status"} reports (store/query_protocol.h QueryStatus), from the running server:
-// built here, beside main(), because it reads the handshake room (server, configuration) that the
-// query room may not include.
+// built here because it reads the server and its configuration, which the query room may not
+// include; main() hands it to the query service.
 #pragma once
 
 #include <cstdint>

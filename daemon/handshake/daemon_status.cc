@@ -1,4 +1,4 @@
-#include "daemon/query_status.h"
+#include "daemon/handshake/daemon_status.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -53,7 +53,7 @@ QueryStatus daemon_status(Server& server, const std::string& query_socket, std::
   s.query_socket = query_socket;
   s.store = config->store_dir;
   s.analysis_enabled = config->analysis.enabled;
-  s.journal_enabled = false;  // no journal entries yet (issue 23 part 1 sets this)
+  s.journal_enabled = server.config()->journal.enabled;
   for (const auto& o : kOutcomes) s.counters[std::string(o.name)] = server.stats().get(o.outcome);
   s.store_usage["limits"] = limits_json(*config);
   return s;
