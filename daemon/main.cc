@@ -20,6 +20,8 @@
 #include "daemon/handshake/server.h"
 #include "daemon/dump/spool_recovery.h"
 #include "daemon/analyze/analysis_queue.h"
+#include "daemon/journal/journal_queue.h"
+#include "daemon/journal/journal_writer.h"
 
 namespace {
 
@@ -125,12 +127,26 @@ int main(int argc, char** argv) {
     // Always created, so that a reload can turn analysis.enabled on or off; after the server, so
     // it stops (killing a running analyzer) before the index it writes goes away.
     auto& dumps = server.dump_context();
-    coredumpd::AnalysisQueue analysis({dumps.index, dumps.store_dirfd, dumps.stats},
-                                      [&server] { return server.config()->analysis; });
-    dumps.on_stored = [&analysis](const coredumpd::DumpRecord& r) { analysis.submit(r); };
+    // One journal entry per crash, once its record is final: its own thread, fed by the dump stage
+    // (on_final: no core to analyse) and by the analysis queue (a stored core's entry waits for
+    // its stack trace). Created before the analysis queue, so that it outlives it.
+    coredumpd::journal::JournaldSink journald;
+    coredumpd::journal::JournalQueue journal(journald, dumps.stats, server.config()->store_dir, dumps.store_dirfd,
+                                             [&server] { return server.config()->journal; });
+    coredumpd::AnalysisQueue analysis(
+        {dumps.index, dumps.store_dirfd, dumps.stats}, [&server] { return server.config()->analysis; },
+        [&journal](const std::string& id, const coredumpd::analysis::CrashReport* report) {
+          journal.analysis_done(id, report);
+        });
+    dumps.on_stored = [&analysis, &journal](const coredumpd::DumpRecord& r) {
+      journal.await_analysis(r);  // before the analysis is queued: it may end at once
+      if (!analysis.submit(r)) journal.analysis_done(r.id, nullptr);  // disabled, full: sent now
+    };
+    dumps.on_final = [&journal](const coredumpd::DumpRecord& r) { journal.submit(r); };
     analysis.submit_unanalysed();  // what a stop left unanalysed, newest first
     const int rc = server.run();
     analysis.stop();
+    journal.stop();  // after the analysis: what waited for it is sent, without its stack trace
     return rc;
   } catch (const std::exception& e) {
     if (!check_config) spdlog::critical("coredumpd: {}", e.what());

@@ -68,14 +68,14 @@ bool record_analysis(AnalysisTarget target, const std::string& id, const analysi
   }
 }
 
-void run_analysis_job(const AnalysisJob& job, const AnalysisSettings& settings, AnalysisTarget target,
-                      std::stop_token stop) {
-  if (stop.stop_requested()) return;
+std::optional<analysis::CrashReport> run_analysis_job(const AnalysisJob& job, const AnalysisSettings& settings,
+                                                      AnalysisTarget target, std::stop_token stop) {
+  if (stop.stop_requested()) return std::nullopt;
   UniqueFd core(::openat(target.store_dirfd, job.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   analysis::CrashReport report;
   if (!core && errno == ENOENT) {
     spdlog::debug("analysis of {} skipped: its core {} is gone (vacuumed)", job.id, escape_for_log(job.path));
-    return;
+    return std::nullopt;
   }
   if (!core) {
     report = analysis::unavailable(std::string("the stored core cannot be opened: ") + std::strerror(errno));
@@ -90,17 +90,18 @@ void run_analysis_job(const AnalysisJob& job, const AnalysisSettings& settings, 
   }
   if (stop.stop_requested()) {  // killed by the stop: not this dump's fault, so analysed again next start
     spdlog::debug("analysis of {} abandoned: coredumpd is stopping", job.id);
-    return;
+    return std::nullopt;
   }
-  if (!record_analysis(target, job.id, report)) return;
+  if (!record_analysis(target, job.id, report)) return report;
   const bool ok = report.state == "ok";
   target.stats.count(ok ? Outcome::Analyzed : Outcome::AnalysisUnavailable);
-  if (!log_limiter().allow(ok ? "analysis" : "analysis unavailable")) return;
+  if (!log_limiter().allow(ok ? "analysis" : "analysis unavailable")) return report;
   if (ok)
     spdlog::info("analysis of {} ({}): {}", job.id, escape_for_log(job.comm),
                  report.signature_text.empty() ? std::string("no frame to sign") : escape_for_log(report.signature_text));
   else
     spdlog::warn("analysis of {} unavailable: {}", job.id, escape_for_log(report.reason));
+  return report;
 }
 
 }  // namespace coredumpd

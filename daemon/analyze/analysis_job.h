@@ -45,8 +45,9 @@ struct AnalysisTarget {
 /// the outcome (Analyzed, AnalysisUnavailable, AnalysisNotRecorded). A core that is gone (vacuumed)
 /// is skipped (debug log); so is a read-only index (logged once). When `stop` is requested by the
 /// time the analyzer returns, nothing is recorded: the next start analyses the dump again.
-/// Never throws.
-void run_analysis_job(const AnalysisJob& job, const AnalysisSettings& settings, AnalysisTarget target,
+/// Returns the report of an analysis that came to an end (recorded or not: the journal entry
+/// shows it either way), std::nullopt when none did (core gone, stop). Never throws.
+std::optional<analysis::CrashReport> run_analysis_job(const AnalysisJob& job, const AnalysisSettings& settings, AnalysisTarget target,
                       std::stop_token stop);
 
 /// Records `report` for dump `id` (no analyzer run): how "analysis queue full" is written. Counts

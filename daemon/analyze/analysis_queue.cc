@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 
@@ -23,8 +24,8 @@ constexpr std::size_t kScanSlack = 256;
 
 }  // namespace
 
-AnalysisQueue::AnalysisQueue(AnalysisTarget target, SettingsSource settings)
-    : target_(target), settings_(std::move(settings)), worker_([this](std::stop_token stop) { work(stop); }) {}
+AnalysisQueue::AnalysisQueue(AnalysisTarget target, SettingsSource settings, Completion on_done)
+    : target_(target), settings_(std::move(settings)), on_done_(std::move(on_done)), worker_([this](std::stop_token stop) { work(stop); }) {}
 
 AnalysisQueue::~AnalysisQueue() { stop(); }
 
@@ -115,7 +116,14 @@ void AnalysisQueue::work(std::stop_token stop) {
     jobs_.pop_front();
     running_ = true;
     lock.unlock();
-    if (const AnalysisSettings s = settings_(); s.enabled) run_analysis_job(job, s, target_, stop);
+    std::optional<analysis::CrashReport> report;
+    if (const AnalysisSettings s = settings_(); s.enabled) report = run_analysis_job(job, s, target_, stop);
+    if (on_done_ && !stop.stop_requested()) {
+      try {
+        on_done_(job.id, report ? &*report : nullptr);
+      } catch (...) {  // out of memory in the callee: its entry is sent at its stop
+      }
+    }
     lock.lock();
     running_ = false;
     ids_.erase(job.id);

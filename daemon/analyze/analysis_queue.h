@@ -27,9 +27,15 @@ class AnalysisQueue {
  public:
   /// The settings in force (called on any thread; must not block).
   using SettingsSource = std::function<AnalysisSettings()>;
+  /// Told, on the worker thread, that the analysis of dump `id` ended: `report` is what it found
+  /// (recorded in the index, or not when the index refused it), nullptr when no analysis came to
+  /// an end (the core was gone). Not called for an analysis the stop cut short. Must not block
+  /// for long or throw: the journal entry of the dump is queued from here.
+  using Completion = std::function<void(const std::string& id, const analysis::CrashReport* report)>;
 
   /// Starts the worker thread. `target` (index, store directory, counters) must outlive this.
-  AnalysisQueue(AnalysisTarget target, SettingsSource settings);
+  /// `on_done` (may be empty) is called after each analysis the worker ran.
+  AnalysisQueue(AnalysisTarget target, SettingsSource settings, Completion on_done = {});
   /// stop().
   ~AnalysisQueue();
   AnalysisQueue(const AnalysisQueue&) = delete;
@@ -63,6 +69,7 @@ class AnalysisQueue {
 
   AnalysisTarget target_;
   SettingsSource settings_;
+  Completion on_done_;
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
   std::deque<AnalysisJob> jobs_;

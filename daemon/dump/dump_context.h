@@ -40,6 +40,13 @@ struct DumpContext {
   /// queue (daemon/analyze/) takes it from here. Must not block or throw. Empty: nothing.
   /// Set before the first dump (main.cc), never changed while dumps run.
   std::function<void(const DumpRecord&)> on_stored;
+  /// Called with each other dump's final record: every crash whose record is final and was not
+  /// handed to on_stored (no core stored: failed, metadata-only, rejected, forwarded; or on_stored
+  /// empty), once, after the record was saved or refused. On the dump or compressor pool, never
+  /// the io thread. Each dump's final record goes to exactly one of on_stored and on_final: the
+  /// journal entry (daemon/journal/) is written from there. Must not block or throw. Empty:
+  /// nothing. Set before the first dump (main.cc), never changed while dumps run.
+  std::function<void(const DumpRecord&)> on_final;
 };
 
 }  // namespace coredumpd

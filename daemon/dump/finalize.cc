@@ -58,6 +58,7 @@ void finalize_dump(Handoff& h, Drained& drained, const CompressReport& compress)
   if (verdict.forward_fallback) ctx.stats.count(Outcome::ForwardFallback);
   log_dump(r, drained.job, d);
   if (saved && holds_core(r) && ctx.on_stored) ctx.on_stored(r);  // the analysis, after the store
+  else if (ctx.on_final) ctx.on_final(r);  // the journal entry of a dump with nothing to analyse
   if (h.done) h.done();
 }
 

@@ -86,6 +86,7 @@ void recover(DumpContext& ctx, const SpoolManifest& m, CompressionOptions option
                                       {"reason", "coredumpd stopped after the core arrived in full, before it was stored"}};
       ctx.index.update(*r);
       if (holds_core(*r) && ctx.on_stored) ctx.on_stored(*r);  // analysed like any stored dump
+      else if (ctx.on_final) ctx.on_final(*r);
     }
   } catch (const std::exception& e) {
     spdlog::error("dump {}: recovered core not recorded: {}", m.id, e.what());

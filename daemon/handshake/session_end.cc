@@ -82,7 +82,11 @@ void Session::end(Outcome outcome, const std::string& reason) {
     record_.state = *recorded;
     if (*recorded == DumpState::Failed) record_.reason = reason;
     // The index is written from the dump pool, never on the io thread.
-    asio::post(ctx_.dumps, [&ctx = ctx_, record = record_] { save_record(ctx, record, false); });
+    // Then the record is final (no core: nothing to analyse): on_final writes its journal entry.
+    asio::post(ctx_.dumps, [&ctx = ctx_, record = record_] {
+      save_record(ctx, record, false);
+      if (ctx.on_final) ctx.on_final(record);
+    });
   }
   const bool warn = !recorded || *recorded == DumpState::Failed;  // not as the policy chose
   if (!quiet_)

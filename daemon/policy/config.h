@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon/policy/analysis_settings.h"
+#include "daemon/policy/journal_settings.h"
 #include "daemon/policy/compression_options.h"
 #include "daemon/policy/policy.h"
 #include "store/retention_limits.h"
@@ -111,6 +112,9 @@ struct Config {
 
   /// "analysis": the analysis of stored cores (daemon/analyze/); applies to jobs started after a reload.
   AnalysisSettings analysis;
+
+  /// "journal": the crash's journal entry (daemon/journal/); applies to entries sent after a reload.
+  JournalSettings journal;
 
   Policy defaults;          ///< policy when no rule matches
   std::vector<Rule> rules;  ///< first match wins

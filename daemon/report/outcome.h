@@ -35,9 +35,12 @@ enum class Outcome : std::size_t {
   AnalysisUnavailable,  ///< on the way: recorded as "analysis unavailable" (analyzer failed, timed out, ...)
   AnalysisQueueFull,    ///< on the way: the analysis queue was full; recorded as unavailable
   AnalysisNotRecorded,  ///< on the way: the index could not take the analysis (read-only, gone, error)
+  // The crash's journal entry (daemon/journal/), once its record is final.
+  JournalWritten,       ///< on the way: journald took the entry
+  JournalFailed,        ///< on the way: the entry was not sent (journald refused it, or its queue was full)
 };
 
-inline constexpr std::size_t kOutcomeCount = static_cast<std::size_t>(Outcome::AnalysisNotRecorded) + 1;
+inline constexpr std::size_t kOutcomeCount = static_cast<std::size_t>(Outcome::JournalFailed) + 1;
 
 /// One row per Outcome, in the enum's order.
 struct OutcomeInfo {
@@ -71,6 +74,8 @@ inline constexpr std::array<OutcomeInfo, kOutcomeCount> kOutcomes = {{
     {Outcome::AnalysisUnavailable, "analysis_unavailable", "analysis unavailable"},
     {Outcome::AnalysisQueueFull, "analysis_queue_full", "analysis queue full"},
     {Outcome::AnalysisNotRecorded, "analysis_not_recorded", "analysis not recorded"},
+    {Outcome::JournalWritten, "journal_written", "journal entries written"},
+    {Outcome::JournalFailed, "journal_failed", "journal entries failed"},
 }};
 
 consteval bool outcomes_in_order() {

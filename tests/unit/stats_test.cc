@@ -13,7 +13,8 @@ TEST(Stats, SummaryOfNothing) {
   EXPECT_EQ(s.summary(),
             "stored 0, truncated 0, failed 0, rejected 0, impostors 0, bad requests 0, overloaded 0, "
             "store unavailable 0, rate limited 0, forwarded 0, forward fallbacks 0, received forwarded 0, analyzed 0, "
-            "analysis unavailable 0, analysis queue full 0, analysis not recorded 0");
+            "analysis unavailable 0, analysis queue full 0, analysis not recorded 0, journal entries written 0, "
+            "journal entries failed 0");
 }
 
 TEST(Stats, EachOutcomeHasItsOwnCounterAndLabel) {
@@ -25,7 +26,8 @@ TEST(Stats, EachOutcomeHasItsOwnCounterAndLabel) {
   EXPECT_EQ(s.summary(),
             "stored 2, truncated 3, failed 4, rejected 5, impostors 7, bad requests 8, overloaded 12, "
             "store unavailable 13, rate limited 14, forwarded 15, forward fallbacks 16, received forwarded 17, analyzed 20, "
-            "analysis unavailable 21, analysis queue full 22, analysis not recorded 23");
+            "analysis unavailable 21, analysis queue full 22, analysis not recorded 23, journal entries written 24, "
+            "journal entries failed 25");
 }
 
 TEST(Stats, OutcomeNames) {
