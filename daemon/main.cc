@@ -28,6 +28,24 @@ namespace {
 // A storm queues spooled dumps for the compressors, each holding its spool's descriptors
 // (max_concurrent_dumps bounds them): the soft limit systemd gives services (1024) is too few,
 // the hard one (524288) is not. Raised as far as allowed; what is left is logged.
+// `coredumpd --pattern=install|restore|check`: core_pattern for coredumpd.socket's ExecStartPost=/
+// ExecStopPost= and the package scripts. Reads no configuration (a typo there must not keep the
+// socket from starting or the pattern from going back); the socket path is --socket's, which the
+// unit passes to match its ListenStream=. One line on stderr (the journal, under systemd).
+// Exit status: install/restore 0 unless the arguments are wrong (leaving the pattern alone is a
+// normal outcome, said on stderr); check 0 if the kernel has the "@@" protocol, 1 if not.
+int pattern_command(const std::string& mode, const std::string& socket_path, const std::string& saved_file) {
+  if (mode == "check") {
+    const auto why = coredumpd::socket_mode_unsupported();
+    std::printf("%s\n", why ? why->c_str() : "the kernel supports the core_pattern \"@@\" socket protocol");
+    return why ? 1 : 0;
+  }
+  const auto outcome = mode == "install" ? coredumpd::install_core_pattern(socket_path, saved_file)
+                                         : coredumpd::restore_core_pattern(socket_path, saved_file);
+  std::fprintf(stderr, "coredumpd: %s\n", outcome.message.c_str());
+  return 0;
+}
+
 void raise_fd_limit() {
   struct rlimit rl {};
   if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
@@ -68,6 +86,14 @@ int main(int argc, char** argv) {
                "0 if valid, 1 with the error otherwise");
   app.add_flag("--install-pattern", install_pattern,
                "Write @@SOCKET to /proc/sys/kernel/core_pattern; restore the previous value on exit");
+  std::string pattern_mode, saved_pattern_file = coredumpd::kDefaultSavedPatternFile;
+  app.add_option("--pattern", pattern_mode,
+                 "install: point core_pattern at --socket if the kernel supports it, saving the current one; "
+                 "restore: put the saved one back if the pattern is still ours; check: say whether the kernel "
+                 "supports it. Then exit (coredumpd.socket runs install and restore)")
+      ->check(CLI::IsMember({"install", "restore", "check"}));
+  app.add_option("--pattern-saved", saved_pattern_file, "Where --pattern=install saves the pattern it replaces")
+      ->capture_default_str();
   app.add_flag("--allow-unverified-peers", allow_unverified,
                "Accept peers that are not crashing tasks (fake-kernel tests only; insecure)");
   // Test hooks: off unless this flag is given (then logged as a warning); a "testing" section in a
@@ -78,9 +104,29 @@ int main(int argc, char** argv) {
   app.add_flag("--test-hold-before-store", hold_before_store,
                "Tests only: stop every dump once its core has arrived, before it is stored (to kill the daemon then)")
       ->needs(test_hooks_flag);
+  // A simulated kernel for the support check (--pattern, --install-pattern): tests/systemd/pattern.sh.
+  coredumpd::KernelFacts kernel_facts;
+  app.add_option("--test-core-modes", kernel_facts.core_modes_path,
+                 "Tests only: read this file instead of /proc/sys/kernel/core_modes")
+      ->needs(test_hooks_flag);
+  app.add_option("--test-kernel-release", kernel_facts.release, "Tests only: take this as the kernel release (uname -r)")
+      ->needs(test_hooks_flag);
   app.add_flag("--probe", probe, "Print what the running kernel supports (JSON) and exit");
   app.add_option("--log-level", log_level, "trace, debug, info, warning, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (test_hooks) coredumpd::set_default_kernel_facts(kernel_facts);
+
+  if (!pattern_mode.empty()) {
+    if (test_hooks) std::fprintf(stderr, "coredumpd: *** test hooks are on: simulated kernel %s, %s ***\n",
+                                 kernel_facts.release.empty() ? "(running release)" : kernel_facts.release.c_str(),
+                                 kernel_facts.core_modes_path.c_str());
+    try {
+      return pattern_command(pattern_mode, socket_path.empty() ? defaults.socket_path : socket_path, saved_pattern_file);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "coredumpd: %s\n", e.what());
+      return 1;
+    }
+  }
 
   try {
     coredumpd::setup_logging(log_level);

@@ -22,13 +22,14 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Depends= from the binaries' real NEEDED libraries (dpkg-shlibdeps): libzstd1, libsqlite3-0,
 # libsystemd0, libspdlog, libfmt, libstdc++6, ... exactly what this build links.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# The units and sysctl.d/tmpfiles.d drop-ins need systemd to mean anything; gdb is `dumpctl debug`.
+# The units and the tmpfiles.d entry need systemd to mean anything; gdb is `dumpctl debug`.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd (>= 252)")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "gdb")
-# Both programs take core_pattern; the later sysctl.d file (ours) wins, but only one can run.
+# Both programs take core_pattern (systemd-coredump's sysctl.d file would set its own at every boot).
 set(CPACK_DEBIAN_PACKAGE_CONFLICTS "systemd-coredump")
 # conffiles: dpkg keeps local edits of /etc/coredumpd/coredumpd.json across upgrades.
-# Maintainer scripts: enable the socket, then point core_pattern at it; undo on removal.
+# Maintainer scripts: enable --now the sockets (coredumpd.socket then sets core_pattern, where the
+# kernel supports it); on removal restore the previous pattern and stop them.
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${CMAKE_CURRENT_LIST_DIR}/conffiles ${CMAKE_CURRENT_LIST_DIR}/postinst
     ${CMAKE_CURRENT_LIST_DIR}/prerm ${CMAKE_CURRENT_LIST_DIR}/postrm)

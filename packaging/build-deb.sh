@@ -23,8 +23,8 @@ expected=$(sort <<'LIST'
 /etc/coredumpd/coredumpd.json
 /usr/bin/dumpctl
 /usr/lib/systemd/system/coredumpd.service
+/usr/lib/systemd/system/coredumpd-query.socket
 /usr/lib/systemd/system/coredumpd.socket
-/usr/lib/sysctl.d/50-coredumpd.conf
 /usr/lib/tmpfiles.d/coredumpd.conf
 /usr/sbin/coredumpd
 /usr/share/doc/coredumpd/examples/docker.json
@@ -43,6 +43,9 @@ fi
 dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/lib/systemd/system/coredumpd.service |
   grep -q '^ExecStart=/usr/sbin/coredumpd --config /etc/coredumpd/coredumpd.json$' ||
   { echo "build-deb: coredumpd.service has the wrong ExecStart=" >&2; exit 1; }
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/lib/systemd/system/coredumpd.socket |
+  grep -q '^ExecStartPost=/usr/sbin/coredumpd --pattern=install ' ||
+  { echo "build-deb: coredumpd.socket does not install core_pattern with /usr/sbin/coredumpd" >&2; exit 1; }
 depends=$(dpkg-deb -f "$deb" Depends)
 for lib in libzstd1 libsqlite3-0 libsystemd0 libstdc++6 libc6; do
   [[ $depends == *"$lib"* ]] || { echo "build-deb: Depends lacks $lib: $depends" >&2; exit 1; }

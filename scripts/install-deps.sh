@@ -12,6 +12,7 @@ packages=(
   libelf-dev libdw-dev elfutils libseccomp-dev libssl-dev  # the analyzer (analyzer/), signatures
   libgtest-dev libgmock-dev
   gdb python3 util-linux procps file e2fsprogs mount
+  strace  # tests/unit/sqlite_vfs_test.cc: opening the index reads no /dev/urandom
   systemd-container debootstrap  # the systemd-nspawn forwarding test (tests/e2e/nspawn_forward_test.cc)
 )
 

@@ -15,6 +15,7 @@
 
 #include "store/index_schema.h"
 #include "store/sqlite_stmt.h"
+#include "store/sqlite_vfs.h"
 #include "util/unique_fd.h"
 
 namespace coredumpd {
@@ -48,6 +49,7 @@ std::string immutable_uri(const std::string& path) {
 }  // namespace
 
 Index::Index(const std::string& store_dir, bool writable) : path_(db_path(store_dir)) {
+  use_nonblocking_random_vfs();  // before the first sqlite3_open: start-up must not wait for the random pool
   try {
     if (writable) {
       open_writable();

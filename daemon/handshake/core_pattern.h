@@ -31,12 +31,60 @@ std::string read_core_pattern();
 /// mount namespace).
 void write_core_pattern(const std::string& pattern);
 
+/// Where the support check looks: the kernel's list of core_pattern modes and its release. The
+/// defaults describe the running kernel; tests point them at files and strings (a simulated kernel,
+/// `coredumpd --enable-test-hooks --test-core-modes FILE --test-kernel-release REL`).
+struct KernelFacts {
+  std::string core_modes_path = "/proc/sys/kernel/core_modes";
+  std::string release;  ///< uname -r; empty: the running kernel's
+};
+
+/// Used by every support check in this process that is not given facts of its own. main() sets it
+/// from the test hooks only; never changed after start-up.
+void set_default_kernel_facts(KernelFacts facts);
+const KernelFacts& default_kernel_facts();
+
+/// Why this kernel cannot take core_pattern "@@<socket>", or std::nullopt if it can. The "@@"
+/// request/ack protocol came with Linux 6.17 (6.16 had only "@", docs/PROTOCOL.md §9), so the release
+/// must be 6.17 or later; where `core_modes_path` exists (a list of words such as "file pipe
+/// socket") it must also list "socket". Writing "@@..." to an older kernel would either be refused
+/// (EINVAL) or, worse, leave every dump with nowhere to go. Never throws.
+std::optional<std::string> socket_mode_unsupported(const KernelFacts& facts = default_kernel_facts());
+
+/// Where `coredumpd --pattern=install` keeps the pattern it replaced (root-only /run/coredumpd,
+/// which the socket unit creates and which outlives the socket; gone at reboot, like the pattern).
+inline constexpr const char* kDefaultSavedPatternFile = "/run/coredumpd/core_pattern.previous";
+
+/// What a `--pattern` command did: `changed` if core_pattern was written, `message` one line for
+/// the journal or the terminal (why it was left alone, or what it was changed from and to).
+struct PatternOutcome {
+  bool changed = false;
+  std::string message;
+};
+
+/// `coredumpd --pattern=install` (coredumpd.socket's ExecStartPost=, once the socket listens):
+/// writes "@@<socket_path>" to core_pattern after saving the current value in `saved_file` (written
+/// atomically). Leaves core_pattern alone, saying why, when the kernel lacks the protocol
+/// (socket_mode_unsupported(facts)), when nothing is a socket at `socket_path` yet (the kernel
+/// would find nothing to connect to), when the pattern is already ours (the saved value is kept), or
+/// when the kernel refuses the write (read-only /proc/sys in a container, EINVAL outside the initial
+/// mount namespace). Throws std::invalid_argument only for a path the kernel cannot use.
+PatternOutcome install_core_pattern(const std::string& socket_path, const std::string& saved_file,
+                                    const KernelFacts& facts = default_kernel_facts());
+
+/// `coredumpd --pattern=restore` (the socket's ExecStopPost=, and the package's prerm): if
+/// core_pattern is still "@@<socket_path>", writes back what `saved_file` holds ("core", the
+/// kernel's default, when nothing was saved) and removes the file; any other pattern was set by
+/// someone else after us and is left alone. Never throws.
+PatternOutcome restore_core_pattern(const std::string& socket_path, const std::string& saved_file);
+
 /// Installs "@@<socket>" as core_pattern and restores the previous value when destroyed or when
 /// restore() is called (idempotent). Only restores if the pattern is still ours, so it never
 /// clobbers a value somebody else set meanwhile.
 class CorePatternGuard {
  public:
-  /// Saves the current pattern and installs "@@<socket_path>". Throws std::invalid_argument for a
+  /// Saves the current pattern and installs "@@<socket_path>", unless socket_mode_unsupported():
+  /// then it logs why, changes nothing and restores nothing. Throws std::invalid_argument for a
   /// path the kernel cannot use (require_usable_socket_path()), std::system_error otherwise.
   explicit CorePatternGuard(const std::string& socket_path);
   ~CorePatternGuard();
@@ -46,6 +94,8 @@ class CorePatternGuard {
   /// Puts the saved pattern back now. Never throws; failures are logged.
   void restore();
   const std::string& previous() const { return previous_; }
+  /// False when the kernel lacked the protocol and nothing was installed.
+  bool installed() const { return active_; }
 
  private:
   std::string previous_;

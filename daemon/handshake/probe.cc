@@ -81,6 +81,10 @@ nlohmann::json probe_kernel(const std::string& store_dir, std::uint64_t close_fi
   out["socket_protocol"] = socket_mode && (major > 6 || (major == 6 && minor >= 17)) ? "@@ (request/ack, 6.17+)"
                            : socket_mode                                           ? "@ only (6.16)"
                                                                                    : "none (needs 6.16+)";
+  // The check --pattern=install and --install-pattern make before writing the pattern.
+  const auto unsupported = socket_mode_unsupported();
+  out["pattern_install"] = unsupported ? nlohmann::json{{"supported", false}, {"reason", *unsupported}}
+                                       : nlohmann::json{{"supported", true}};
   try {
     out["core_pattern"] = read_core_pattern();
   } catch (const std::exception& e) {

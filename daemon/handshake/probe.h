@@ -9,7 +9,7 @@
 namespace coredumpd {
 
 /// Describes the running kernel as coredumpd sees it: release, /proc/sys/kernel/core_modes, the
-/// current core_pattern, whether SO_PEERPIDFD and PIDFD_GET_INFO work and which pidfd_info fields
+/// current core_pattern, whether `--pattern=install` would install ours ("pattern_install"), whether SO_PEERPIDFD and PIDFD_GET_INFO work and which pidfd_info fields
 /// the kernel fills (asked for everything, mask 0xFF; 6.18 answers 0x17 for a live task), and the
 /// coredump_req mask the kernel last offered, read from the newest record in `store_dir` (if any).
 /// `close_files_bit` is the configured COREDUMP_CLOSE_FILES value, used to name offered bits.

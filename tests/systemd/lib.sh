@@ -55,3 +55,18 @@ alive() {
   stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
   [[ ${stat##*) } != Z* ]]
 }
+
+# lock_core_pattern SET: takes the shared core_pattern lock (fd 9; waits up to 10 minutes: other
+# real-kernel tests hold it for minutes), saves the current pattern in $previous and restores it on
+# every exit. The state file tells the next test what to restore should we be SIGKILLed while the
+# pattern is SET (tests/support/core_pattern_state.h). Children started after this must get 9>&-.
+lock_core_pattern() {
+  exec 9>/run/lock/coredumpd-core_pattern.lock
+  flock -w 600 9 || fail "could not lock /run/lock/coredumpd-core_pattern.lock within 10 minutes"
+  previous=$(cat /proc/sys/kernel/core_pattern)
+  core_pattern_state=/run/coredumpd-test/core_pattern.state
+  EXIT_HOOKS+=('printf "%s\n" "$previous" >/proc/sys/kernel/core_pattern; rm -f "$core_pattern_state"; exec 9>&-')
+  mkdir -p "${core_pattern_state%/*}" && printf 'pid %s\nstart %s\nset %s\nprevious %s\n' $$ \
+    "$(cut -d' ' -f22 /proc/$$/stat)" "$1" "$previous" >"$core_pattern_state"
+}
+pattern() { cat /proc/sys/kernel/core_pattern; }

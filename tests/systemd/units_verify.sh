@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # (a) The units exactly as `cmake --install` lays them out pass `systemd-analyze verify`, and agree
-# with each other: socket path, core_pattern, config default, capabilities. No PID 1 needed: verify
+# with each other: socket path, the core_pattern commands, config default, capabilities, ordering. No PID 1 needed: verify
 # runs offline against a scratch root (--root), which also checks that ExecStart= exists there.
 source "$(dirname "$0")/lib.sh"
 command -v systemd-analyze >/dev/null || fail "systemd-analyze missing (package systemd; scripts/install-deps.sh)"
@@ -16,16 +16,22 @@ DESTDIR=$root "${CMAKE:-cmake}" --install "$BUILD_DIR" >"$T/install.log" 2>&1 ||
 unit_dir=$(dirname "$(find "$root" -path '*/systemd/system/coredumpd.service' -print -quit)")
 [[ $unit_dir != . ]] || fail "coredumpd.service was not installed (is add_subdirectory(systemd-units) in CMakeLists.txt?)"
 [[ -f $unit_dir/coredumpd.socket ]] || fail "coredumpd.socket not installed next to the service"
-ok "units installed in ${unit_dir#"$root"}"
+[[ -f $unit_dir/coredumpd-query.socket ]] || fail "coredumpd-query.socket not installed next to the service"
+[[ -z $(find "$root" -path '*/sysctl.d/*coredumpd*' -print -quit) ]] ||
+  fail "a sysctl.d drop-in for coredumpd is installed: the socket unit sets core_pattern, sysctl.d must not"
+ok "units installed in ${unit_dir#"$root"}, no sysctl.d drop-in"
 
 # Any output (an unknown key, a bad value, a missing program) is a failure, not just rc != 0:
 # verify exits 0 on "Unknown key ... ignoring".
-out=$(systemd-analyze verify --man=no --root="$root" coredumpd.socket coredumpd.service 2>&1) || fail "verify: $out"
+units=(coredumpd.socket coredumpd-query.socket coredumpd.service)
+out=$(systemd-analyze verify --man=no --root="$root" "${units[@]}" 2>&1) || fail "verify: $out"
 [[ -z $out ]] || fail "verify printed warnings: $out"
-ok "systemd-analyze verify coredumpd.socket coredumpd.service"
+ok "systemd-analyze verify ${units[*]}"
 
-svc=$unit_dir/coredumpd.service sock=$unit_dir/coredumpd.socket
+svc=$unit_dir/coredumpd.service sock=$unit_dir/coredumpd.socket qsock=$unit_dir/coredumpd-query.socket
 key() { sed -n "s/^$2=//p" "$1" | tail -n 1; }
+# Every value of KEY (space-separated lists and repeated lines alike), one per line, sorted.
+keys() { sed -n "s/^$2=//p" "$1" | tr ' ' '\n' | sed '/^$/d' | sort; }
 
 # ExecStart= names an installed binary and config file (paths come from the install prefix).
 read -r bin _ cfg_path _ <<<"$(key "$svc" ExecStart)"
@@ -33,25 +39,49 @@ read -r bin _ cfg_path _ <<<"$(key "$svc" ExecStart)"
 [[ -f $root$cfg_path ]] || fail "ExecStart --config $cfg_path not installed (config/*.json install destination?)"
 ok "ExecStart=$bin --config $cfg_path, both installed"
 
-# The three places naming the socket must agree, or the kernel connects to nothing.
+# The places naming the socket must agree, or the kernel connects to nothing: ListenStream=, the
+# socket the pattern commands point core_pattern at, and the daemon's default.
 listen=$(key "$sock" ListenStream)
-pattern=$(sed -n 's/^kernel.core_pattern *= *//p' "$(find "$root" -path '*/sysctl.d/50-coredumpd.conf' -print -quit)")
+[[ $(key "$sock" ExecStartPost) == "$bin --pattern=install --socket $listen" ]] ||
+  fail "ExecStartPost= is '$(key "$sock" ExecStartPost)', expected '$bin --pattern=install --socket $listen'"
+[[ $(key "$sock" ExecStopPost) == "$bin --pattern=restore --socket $listen" ]] ||
+  fail "ExecStopPost= is '$(key "$sock" ExecStopPost)', expected '$bin --pattern=restore --socket $listen'"
 default=$("$PYTHON" - "$SOURCE_DIR/config/coredumpd.json" <<'PY'
 import json, re, sys
 text = re.sub(r'^\s*//.*$', '', open(sys.argv[1]).read(), flags=re.M)
 print(json.loads(text)["socket"])
 PY
 )
-[[ $pattern == "@@$listen" ]] || fail "sysctl core_pattern '$pattern' != '@@$listen'"
 [[ $default == "$listen" ]] || fail "config socket '$default' != ListenStream '$listen'"
-ok "ListenStream, kernel.core_pattern and the config agree on $listen"
+ok "ListenStream, ExecStartPost/ExecStopPost --socket and the config agree on $listen"
+
+# Early, like systemd-coredump.socket: no default dependencies, listening before sockets.target
+# and stopped (pattern restored) before shutdown; after systemd-sysctl, whose pattern we replace.
+for s in "$sock" "$qsock"; do
+  n=$(basename "$s")
+  [[ $(key "$s" DefaultDependencies) == no ]] || fail "$n: DefaultDependencies=no missing"
+  [[ $(keys "$s" Before | xargs) == "shutdown.target sockets.target" ]] || fail "$n: Before= is '$(keys "$s" Before | xargs)'"
+  [[ $(keys "$s" Conflicts | xargs) == shutdown.target ]] || fail "$n: Conflicts=shutdown.target missing"
+  [[ $(key "$s" WantedBy) == sockets.target ]] || fail "$n: WantedBy=sockets.target missing"
+done
+keys "$sock" After | grep -qx systemd-sysctl.service || fail "coredumpd.socket is not After=systemd-sysctl.service"
+ok "both sockets: DefaultDependencies=no, Before=sockets.target shutdown.target, Conflicts=shutdown.target; After=systemd-sysctl"
+
+# The daemon gets both sockets, told apart by name; the query socket activates the same service.
+[[ $(key "$sock" FileDescriptorName) == kernel ]] || fail "coredumpd.socket: FileDescriptorName=kernel missing"
+[[ $(key "$qsock" FileDescriptorName) == query ]] || fail "coredumpd-query.socket: FileDescriptorName=query missing"
+[[ $(key "$qsock" Service) == coredumpd.service ]] || fail "coredumpd-query.socket: Service=coredumpd.service missing"
+[[ $(keys "$svc" Sockets | xargs) == "coredumpd-query.socket coredumpd.socket" ]] || fail "service Sockets= is '$(keys "$svc" Sockets | xargs)'"
+[[ $(key "$qsock" ListenStream) == /run/coredumpd-query.socket && $(key "$qsock" SocketMode) == 0666 ]] ||
+  fail "query socket must be /run/coredumpd-query.socket, mode 0666 (users reach it; the daemon decides what each sees)"
+ok "FileDescriptorName kernel/query, Sockets= both, query socket 0666 outside the kernel's 0700 directory"
 
 # Hardening that the daemon's job depends on.
 [[ $(key "$sock" SocketMode) == 0600 && $(key "$sock" Accept) == no ]] || fail "socket must be 0600, Accept=no"
 (($(key "$sock" Backlog) >= 4096)) || fail "Backlog below 4096 loses dumps under bursts"
 caps=$(key "$svc" CapabilityBoundingSet | tr ' ' '\n' | sort | xargs)
 [[ $caps == "CAP_DAC_READ_SEARCH CAP_KILL CAP_SETGID CAP_SETUID CAP_SYS_ADMIN CAP_SYS_NICE CAP_SYS_PTRACE" ]] || fail "CapabilityBoundingSet is '$caps'"
-[[ $(key "$svc" ExecStart) != *--install-pattern* ]] || fail "the service must not write core_pattern (sysctl.d does)"
+[[ $(key "$svc" ExecStart) != *--install-pattern* ]] || fail "the service must not write core_pattern (the socket unit does)"
 [[ -n $(find "$root" -path '*/tmpfiles.d/coredumpd.conf' -print -quit) ]] || fail "tmpfiles.d/coredumpd.conf not installed"
 ok "socket mode/backlog, capability set, no --install-pattern, tmpfiles entry"
 

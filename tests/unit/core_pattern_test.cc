@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "daemon/handshake/core_pattern.h"
@@ -82,6 +83,47 @@ TEST_F(SocketPath, RequireThrowsWithThePathAndTheReason) {
               "socket path /run/a b cannot be used by the kernel: it has a space at byte 6, where the kernel ends the pattern");
   }
   EXPECT_NO_THROW(require_usable_socket_path("/run/coredumpd/coredump.socket"));
+}
+
+
+// socket_mode_unsupported(): the release must be 6.17+, and core_modes (where it exists) must list
+// "socket". Simulated kernels: a file for core_modes, a string for the release.
+TEST_F(SocketPath, SocketModeSupportFollowsCoreModesAndTheRelease) {
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir_ + "/" + name) << text;
+    return dir_ + "/" + name;
+  };
+  const std::string with = write("with", "file\npipe\nsocket\n"), without = write("without", "file pipe\n");
+  const std::string missing = dir_ + "/missing";
+  EXPECT_EQ(socket_mode_unsupported({with, "6.18.44-fc-v1272"}), std::nullopt);
+  EXPECT_EQ(socket_mode_unsupported({missing, "6.17.0"}), std::nullopt);  // no list: the release decides
+  EXPECT_EQ(socket_mode_unsupported({with, "7.3.4"}), std::nullopt);
+  const auto no_mode = socket_mode_unsupported({without, "6.18.1"});
+  ASSERT_TRUE(no_mode.has_value());
+  EXPECT_NE(no_mode->find("no socket core_pattern mode"), std::string::npos) << *no_mode;
+  EXPECT_NE(no_mode->find("file pipe"), std::string::npos) << *no_mode;
+  for (const char* old : {"6.1.0-18-amd64", "6.16.3", "5.10.0"}) {
+    const auto why = socket_mode_unsupported({missing, old});
+    ASSERT_TRUE(why.has_value()) << old;
+    EXPECT_NE(why->find(old), std::string::npos) << *why;
+    EXPECT_NE(why->find("6.17"), std::string::npos) << *why;
+  }
+  // 6.16 listed "socket" for the one-"@" mode; "@@" still needs 6.17.
+  EXPECT_TRUE(socket_mode_unsupported({with, "6.16.0"}).has_value());
+  EXPECT_TRUE(socket_mode_unsupported({missing, "garbage"}).has_value());
+}
+
+// --pattern=install refuses an unusable path before looking at the kernel, and without a socket
+// at the path, or on an unsupported kernel, changes nothing (the real pattern is only read).
+TEST_F(SocketPath, InstallLeavesThePatternAloneWithoutASocketOrSupport) {
+  EXPECT_THROW(install_core_pattern("relative.sock", dir_ + "/saved"), std::invalid_argument);
+  const auto no_socket = install_core_pattern(dir_ + "/none.sock", dir_ + "/saved", {dir_ + "/missing", "6.18.0"});
+  EXPECT_FALSE(no_socket.changed);
+  EXPECT_NE(no_socket.message.find("no socket at"), std::string::npos) << no_socket.message;
+  const auto old = install_core_pattern(dir_ + "/none.sock", dir_ + "/saved", {dir_ + "/missing", "6.1.0"});
+  EXPECT_FALSE(old.changed);
+  EXPECT_NE(old.message.find("6.17"), std::string::npos) << old.message;
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/saved"));
 }
 
 }  // namespace
