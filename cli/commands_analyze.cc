@@ -11,6 +11,7 @@
 
 #include "cli/analysis_commands.h"
 #include "cli/core_file.h"
+#include "cli/dump_source.h"
 #include "cli/info_details.h"
 #include "cli/json_output.h"
 #include "cli/match.h"
@@ -76,15 +77,17 @@ analysis::AnalyzerOptions analyzer_options(const AnalyzeOptions& o) {
 
 int cmd_analyze(const GlobalOptions& g, const AnalyzeOptions& o, const Io& io) {
   const analysis::AnalyzerOptions opts = analyzer_options(o);
-  const Index reader(g.store, /*writable=*/false);
-  const std::vector<DumpRecord> records = reader.list();
+  const std::unique_ptr<DumpSource> reader = open_source(g);
+  const std::vector<DumpRecord> records = reader->list();
   std::vector<std::string> ids;  // resolve every match before the first (slow) analysis
   if (o.matches.empty()) ids.push_back(select_dump(records, std::nullopt).id);
   for (const auto& m : o.matches) ids.push_back(select_dump(records, m).id);
 
   std::unique_ptr<Index> writer;
   std::string not_writable = "--no-save";
-  if (!o.no_save) {
+  if (!o.no_save && reader->kind() == SourceKind::Service) {
+    not_writable = "read through coredumpd's query service; only root stores analyses";
+  } else if (!o.no_save) {
     try {
       writer = std::make_unique<Index>(g.store, /*writable=*/true);
     } catch (const std::exception& e) {
@@ -96,16 +99,15 @@ int cmd_analyze(const GlobalOptions& g, const AnalyzeOptions& o, const Io& io) {
   int rc = 0;
   auto json_out = nlohmann::json::array();
   for (const auto& id : ids) {
-    const std::optional<DumpRecord> got = reader.get(id);
+    const std::optional<DumpRecord> got = reader->get(id);
     if (!got) throw DumpctlError("dump " + id + " disappeared from the index (vacuumed?)");
     const DumpRecord& r = *got;
-    const std::string path = require_core_file(g.store, r);
-    const UniqueFd core(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-    if (!core) throw DumpctlError("cannot open " + escape_for_display(path) + ": " + std::strerror(errno));
+    reader->require_core(r);
+    const OpenCore core = reader->open_core(r);
 
     analysis::AnalyzerInput input;
-    input.core_fd = core.get();
-    input.compression = r.compression;
+    input.core_fd = core.fd.get();
+    input.compression = core.compression;
     input.signal = r.signal;
     input.crashing_tid = r.crashing_tid_ns;
     if (r.extra.is_object() && r.extra.contains(extras::kThreadNames)) input.thread_names = r.extra[extras::kThreadNames];

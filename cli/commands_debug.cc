@@ -13,12 +13,12 @@
 #include <optional>
 
 #include "cli/core_file.h"
+#include "cli/dump_source.h"
 #include "cli/dumpctl.h"
 #include "cli/format.h"
 #include "cli/match.h"
 #include "cli/signal_cleanup.h"
 #include "cli/temp_file.h"
-#include "store/index.h"
 #include "store/record_extras.h"
 #include "util/text.h"
 #include "util/unique_fd.h"
@@ -123,9 +123,9 @@ int run_and_wait(const std::vector<std::string>& argv) {
 /// Decompresses the core of `r` into a new sparse file in temp_dir(), closed and ready to read; the
 /// file is removed when the returned object is destroyed, or when SIGINT, SIGTERM or SIGHUP kill
 /// dumpctl (while the debugger runs, SIGINT and SIGQUIT are the debugger's and are ignored here).
-std::unique_ptr<TempFile> decompress_to_temp(const std::string& store, const DumpRecord& r) {
+std::unique_ptr<TempFile> decompress_to_temp(OpenCore& core, const DumpRecord& r) {
   auto copy = std::make_unique<TempFile>(temp_dir(), "dumpctl-core-");
-  write_core_sparse(store, r, *copy);  // holes for zero runs: untouched memory costs no disk
+  write_core_sparse(core, r, *copy);  // holes for zero runs: untouched memory costs no disk
   return copy;
 }
 
@@ -133,10 +133,10 @@ std::unique_ptr<TempFile> decompress_to_temp(const std::string& store, const Dum
 
 int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io) {
   if (o.debugger.empty()) throw DumpctlError("--debugger must not be empty");
-  const Index index(g.store, /*writable=*/false);
-  const std::vector<DumpRecord> records = index.list();
+  std::unique_ptr<DumpSource> source = open_source(g);
+  const std::vector<DumpRecord> records = source->list();
   const DumpRecord& r = select_dump(records, o.match);
-  require_core_file(g.store, r);
+  source->require_core(r);
   if (const auto s = short_core_from_extra(r.extra); s && r.state == DumpState::Truncated) {
     io.err << "dumpctl: warning: the core of coredump " << escape_for_display(r.id) << " is short: " << s->received
            << " of " << s->expected << " bytes arrived (" << escape_for_display(r.reason)
@@ -146,15 +146,18 @@ int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io) {
            << " is truncated; the debugger will see missing memory\n";
   }
 
-  // A raw core is read in place; a zstd one through a temporary copy, removed when this returns.
+  // A raw core in the store is read in place; a zstd one, or any core the query service passed as
+  // a descriptor, through a private temporary copy (0600, this user's), removed when this returns.
   std::unique_ptr<TempFile> copy;
   std::string core_path;
-  if (r.compression == kCompressionNone) {
+  if (source->kind() == SourceKind::Store && r.compression == kCompressionNone) {
     core_path = require_raw_core(g.store, r);
   } else {
-    copy = decompress_to_temp(g.store, r);
+    OpenCore core = source->open_core(r);
+    copy = decompress_to_temp(core, r);
     core_path = copy->path();
   }
+  source.reset();  // no connection to the daemon (nor the index) stays open while the debugger runs
 
   std::vector<std::string> argv{o.debugger};
   argv.insert(argv.end(), o.args.begin(), o.args.end());

@@ -10,11 +10,11 @@
 #include <memory>
 
 #include "cli/core_file.h"
+#include "cli/dump_source.h"
 #include "cli/dumpctl.h"
 #include "cli/format.h"
 #include "cli/match.h"
 #include "cli/temp_file.h"
-#include "store/index.h"
 #include "util/text.h"
 #include "util/unique_fd.h"
 
@@ -38,50 +38,52 @@ std::string resolve_target(const std::string& target) {
 }
 
 /// Writes the core to an existing non-regular file (a FIFO, /dev/null, ...) in place.
-void write_to_special(const std::string& store, const DumpRecord& r, const std::string& target) {
+void write_to_special(OpenCore& core, const DumpRecord& r, const std::string& target) {
   const std::string shown = escape_for_display(target);
   const UniqueFd fd(::open(target.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
   if (!fd) throw DumpctlError("cannot open " + shown + ": " + std::strerror(errno));
   if (::isatty(fd.get()) != 0) throw DumpctlError("refusing to write a core dump to a terminal");
-  extract_core(store, r, [&](const char* p, std::size_t n) { write_all(fd.get(), p, n, shown); });
+  extract_core(core, r, [&](const char* p, std::size_t n) { write_all(fd.get(), p, n, shown); });
 }
 
 /// Writes the core to a regular file: a temporary file next to it (sparse where the core has zero
 /// blocks), renamed into place on success.
-void write_to_file(const std::string& store, const DumpRecord& r, const std::string& output) {
+void write_to_file(OpenCore& core, const DumpRecord& r, const std::string& output) {
   const std::string target = resolve_target(output);
   struct stat sb {};
   if (::stat(target.c_str(), &sb) == 0 && !S_ISREG(sb.st_mode)) {
     if (S_ISDIR(sb.st_mode)) throw DumpctlError(escape_for_display(output) + " is a directory");
-    write_to_special(store, r, target);
+    write_to_special(core, r, target);
     return;
   }
   TempFile tmp(dir_of(target), ".dumpctl-");
-  write_core_sparse(store, r, tmp);  // holes for zero runs; removed on error and on SIGINT/TERM/HUP
+  write_core_sparse(core, r, tmp);  // holes for zero runs; removed on error and on SIGINT/TERM/HUP
   tmp.rename_to(target);
 }
 
 }  // namespace
 
 int cmd_dump(const GlobalOptions& g, const DumpOptions& o, const Io& io) {
-  const Index index(g.store, /*writable=*/false);
-  const std::vector<DumpRecord> records = index.list();
+  std::unique_ptr<DumpSource> source = open_source(g);
+  const std::vector<DumpRecord> records = source->list();
   const DumpRecord& r = select_dump(records, o.match);
-  require_core_file(g.store, r);  // fail before creating any output
+  source->require_core(r);  // fail before creating any output
+  OpenCore core = source->open_core(r);
+  source.reset();  // the descriptor is ours now: free the daemon's connection while bytes are written
   if (r.state == DumpState::Truncated) {
     io.err << "dumpctl: warning: the core of coredump " << escape_for_display(r.id)
            << " is truncated\n";
   }
 
   if (!o.output.empty() && o.output != "-") {
-    write_to_file(g.store, r, o.output);
+    write_to_file(core, r, o.output);
     return 0;
   }
   if (io.out_is_tty) {
     throw DumpctlError(
         "refusing to write a core dump to a terminal: use -o FILE or redirect standard output");
   }
-  extract_core(g.store, r, [&](const char* p, std::size_t n) {
+  extract_core(core, r, [&](const char* p, std::size_t n) {
     io.out.write(p, static_cast<std::streamsize>(n));
     if (!io.out) throw DumpctlError("cannot write to standard output");
   });

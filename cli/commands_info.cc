@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "cli/core_file.h"
+#include "cli/dump_source.h"
 #include "cli/dumpctl.h"
 #include "cli/format.h"
 #include "cli/info_details.h"
@@ -93,13 +94,13 @@ std::string warning_for(const DumpRecord& r, CoreStatus status) {
 }  // namespace
 
 int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
-  const Index index(g.store, /*writable=*/false);
-  const std::vector<DumpRecord> records = index.list();
+  const std::unique_ptr<DumpSource> source = open_source(g);
+  const std::vector<DumpRecord> records = source->list();
   // list() leaves the analysis out (a report may be 1 MiB): read the chosen row in full.
-  const std::optional<DumpRecord> full = index.get(select_dump(records, o.match).id);
+  const std::optional<DumpRecord> full = source->get(select_dump(records, o.match).id);
   if (!full) throw DumpctlError("the dump disappeared from the index while it was read (vacuumed?)");
   const DumpRecord& r = *full;
-  const CoreStatus status = core_status(g.store, r);
+  const CoreStatus status = source->core_status(r);
   const std::string warning = warning_for(r, status);
   if (!warning.empty()) io.err << "dumpctl: warning: " << warning << '\n';
 
@@ -155,8 +156,10 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
   print_info_field(out, "Core Size", size_text(r.core_size));
   print_info_field(out, "Stored Size", size_text(r.stored_size));
   print_info_field(out, "Compression", compression_text(r));
-  if (const auto path = core_file_path(g.store, r)) {
+  if (const auto path = source->core_location(r)) {
     print_info_field(out, "Storage", escape_for_display(*path) + " (" + core_status_name(status) + ")");
+  } else if (source->kind() == SourceKind::Service && (status == CoreStatus::Present || status == CoreStatus::Truncated)) {
+    print_info_field(out, "Storage", std::string("kept by coredumpd (") + core_status_name(status) + "; dumpctl dump retrieves it)");
   } else {
     print_info_field(out, "Storage", std::string("none (") + core_status_name(status) + ")");
   }

@@ -1,8 +1,10 @@
 // `dumpctl list`: one line per dump, or a JSON array.
 #include <algorithm>
 #include <map>
+#include <memory>
 
 #include "cli/core_file.h"
+#include "cli/dump_source.h"
 #include "cli/dumpctl.h"
 #include "cli/format.h"
 #include "cli/json_output.h"
@@ -31,8 +33,8 @@ std::string signature_prefix(const std::string& spec) {
   return lower_hex(spec);
 }
 
-Row make_row(const std::string& store, const DumpRecord& r, const ShortIds& short_ids) {
-  const CoreStatus status = core_status(store, r);
+Row make_row(DumpSource& source, const DumpRecord& r, const ShortIds& short_ids) {
+  const CoreStatus status = source.core_status(r);
   const bool has_file = status == CoreStatus::Present || status == CoreStatus::Truncated;
   // The exe path, or the comm in brackets when the exe is unknown (kernel threads, early exits).
   const std::string exe = !r.exe.empty()    ? escape_for_display(r.exe)
@@ -80,17 +82,27 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
   const std::optional<std::int64_t> until = o.until ? std::optional(parse_time_option(*o.until, "--until")) : std::nullopt;
   const std::optional<std::string> signature = o.signature ? std::optional(signature_prefix(*o.signature)) : std::nullopt;
 
-  const Index index(g.store, /*writable=*/false);
-  // --container: the index narrows the rows (container_key column), the match below decides.
-  std::vector<DumpRecord> records = o.container ? index.list_container_candidates(*o.container) : index.list();
-  // Ids are shortened against the whole store, since `info` resolves a prefix against all of it.
-  const ShortIds short_ids = [&] {
-    if (!o.container) return ShortIds(ids_of(records));
-    std::vector<std::string> all;
-    for (auto& s : index.list_summaries()) all.push_back(std::move(s.id));
-    return ShortIds(std::move(all));
-  }();
-  const auto pending = add_pending(g, io, records);
+  const std::unique_ptr<DumpSource> source = open_source(g);
+  std::vector<DumpRecord> records;
+  std::optional<ShortIds> short_ids;
+  std::map<std::string, nlohmann::json> pending;
+  if (const Index* index = source->index()) {
+    // --container: the index narrows the rows (container_key column), the match below decides.
+    records = o.container ? index->list_container_candidates(*o.container) : index->list();
+    // Ids are shortened against the whole store, since `info` resolves a prefix against all of it.
+    if (!o.container) {
+      short_ids.emplace(ids_of(records));
+    } else {
+      std::vector<std::string> all;
+      for (auto& s : index->list_summaries()) all.push_back(std::move(s.id));
+      short_ids.emplace(std::move(all));
+    }
+    pending = add_pending(g, io, records);
+  } else {
+    // The service shows this user's dumps, and `info` resolves prefixes against the same list.
+    records = source->list();
+    short_ids.emplace(ids_of(records));
+  }
   std::erase_if(records, [&](const DumpRecord& r) {
     return (since && r.timestamp_us < *since) || (until && r.timestamp_us > *until) ||
            (o.container && !record_in_container(r, *o.container)) ||
@@ -103,7 +115,7 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
     for (const auto& r : records) {
       auto j = to_json(r);
       j["container"] = record_container(r);
-      j["short_id"] = short_ids.of(r.id);
+      j["short_id"] = short_ids->of(r.id);
       if (const auto it = pending.find(r.id); it != pending.end()) j["pending"] = it->second;
       arr.push_back(std::move(j));
     }
@@ -117,7 +129,7 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
   std::vector<Row> rows;
   rows.reserve(records.size());
   for (const auto& r : records) {
-    rows.push_back(make_row(g.store, r, short_ids));
+    rows.push_back(make_row(*source, r, *short_ids));
     if (pending.contains(r.id)) rows.back()[5] = "pending";  // COREFILE: not in the index yet
   }
   print_table(kColumns, rows, io.out);

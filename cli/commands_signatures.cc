@@ -4,11 +4,11 @@
 #include <set>
 
 #include "cli/analysis_commands.h"
+#include "cli/dump_source.h"
 #include "cli/format.h"
 #include "cli/json_output.h"
 #include "cli/record_container.h"
 #include "cli/table.h"
-#include "store/index.h"
 #include "util/text.h"
 
 namespace coredumpd::cli {
@@ -77,8 +77,7 @@ std::vector<SignatureGroup> group_signatures(const std::vector<DumpRecord>& reco
 int cmd_signatures(const GlobalOptions& g, const SignaturesOptions& o, const Io& io) {
   const std::optional<std::int64_t> since = o.since ? std::optional(parse_time_option(*o.since, "--since")) : std::nullopt;
   const std::optional<std::int64_t> until = o.until ? std::optional(parse_time_option(*o.until, "--until")) : std::nullopt;
-  const Index index(g.store, /*writable=*/false);
-  std::vector<DumpRecord> records = index.list();  // reads the signature columns, not the reports
+  std::vector<DumpRecord> records = open_source(g)->list();  // the signature columns, not the reports
   std::erase_if(records, [&](const DumpRecord& r) {
     return (since && r.timestamp_us < *since) || (until && r.timestamp_us > *until);
   });

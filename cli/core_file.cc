@@ -58,6 +58,12 @@ std::optional<std::string> core_file_path(const std::string& store, const DumpRe
 }
 
 CoreStatus core_status(const std::string& store, const DumpRecord& r) {
+  const auto path = core_file_path(store, r);  // std::nullopt for states without a stored core
+  struct stat sb {};
+  return core_status_of(r, path && ::stat(path->c_str(), &sb) == 0 && S_ISREG(sb.st_mode));
+}
+
+CoreStatus core_status_of(const DumpRecord& r, bool file_exists) {
   switch (r.state) {
     case DumpState::InProgress: return CoreStatus::InProgress;
     case DumpState::Failed: return CoreStatus::Failed;
@@ -69,18 +75,13 @@ CoreStatus core_status(const std::string& store, const DumpRecord& r) {
     case DumpState::Truncated: break;
   }
   if (r.extra.is_object() && r.extra.contains(extras::kVacuumed)) return CoreStatus::Vacuumed;
-  const auto path = core_file_path(store, r);
-  struct stat sb {};
-  if (!path || ::stat(path->c_str(), &sb) != 0 || !S_ISREG(sb.st_mode)) return CoreStatus::Missing;
+  if (!file_exists) return CoreStatus::Missing;
   return r.state == DumpState::Complete ? CoreStatus::Present : CoreStatus::Truncated;
 }
 
-std::uint64_t stream_core_file(const std::string& path, std::string_view compression, const ByteSink& sink) {
-  const std::string shown = escape_for_display(path);
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) throw DumpctlError("cannot open core file " + shown + ": " + std::strerror(errno));
+std::uint64_t stream_core_fd(int fd, std::string_view compression, const std::string& shown, const ByteSink& sink) {
   try {
-    return stream_core(fd.get(), compression, sink);
+    return stream_core(fd, compression, sink);
   } catch (const CoreStreamError& e) {
     switch (e.kind) {
       case CoreStreamError::Kind::Unreadable: throw DumpctlError("cannot read core file " + shown + ": " + e.what());
@@ -89,6 +90,22 @@ std::uint64_t stream_core_file(const std::string& path, std::string_view compres
     }
     throw DumpctlError("core file " + shown + " is truncated (incomplete zstd frame)");
   }
+}
+
+std::uint64_t stream_core_file(const std::string& path, std::string_view compression, const ByteSink& sink) {
+  const std::string shown = escape_for_display(path);
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw DumpctlError("cannot open core file " + shown + ": " + std::strerror(errno));
+  return stream_core_fd(fd.get(), compression, shown, sink);
+}
+
+std::uint64_t extract_core(OpenCore& core, const DumpRecord& r, const ByteSink& sink) {
+  const std::uint64_t n = stream_core_fd(core.fd.get(), core.compression, core.shown, sink);
+  if (r.state == DumpState::Complete && n != r.core_size) {
+    throw DumpctlError("core file " + core.shown + " is corrupt: it holds " + std::to_string(n) +
+                       " bytes, the index says " + std::to_string(r.core_size));
+  }
+  return n;
 }
 
 std::string require_core_file(const std::string& store, const DumpRecord& r) {

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "store/dump_record.h"
+#include "util/unique_fd.h"
 
 namespace coredumpd::cli {
 
@@ -37,6 +38,11 @@ std::optional<std::string> core_file_path(const std::string& store, const DumpRe
 /// The record's COREFILE status; checks whether the file exists (stat).
 CoreStatus core_status(const std::string& store, const DumpRecord& r);
 
+/// The COREFILE status the record alone tells (`file_exists` says whether its core file is there,
+/// for Complete and Truncated dumps that were not vacuumed): what core_status() computes after its
+/// stat, and what a client of the query service, which cannot stat the store, shows.
+CoreStatus core_status_of(const DumpRecord& r, bool file_exists);
+
 /// Receives core bytes (decompressed, or read from a raw core); may throw to abort.
 using ByteSink = std::function<void(const char* data, std::size_t size)>;
 
@@ -46,6 +52,23 @@ using ByteSink = std::function<void(const char* data, std::size_t size)>;
 /// of core bytes produced. Throws DumpctlError if the file cannot be opened or read, is not valid
 /// zstd, or ends in the middle of a frame. An empty file yields nothing.
 std::uint64_t stream_core_file(const std::string& path, std::string_view compression, const ByteSink& sink);
+
+/// Streams the core stored in the open file `fd` (from its current offset) as stream_core_file()
+/// does; `shown` names it in errors (a path, or "the core of <id> sent by coredumpd").
+std::uint64_t stream_core_fd(int fd, std::string_view compression, const std::string& shown, const ByteSink& sink);
+
+/// A dump's core open for reading: from the store by path (dumpctl as root), or the descriptor the
+/// query service passed (cli/query_client.h).
+struct OpenCore {
+  UniqueFd fd;                      ///< read-only, at offset 0
+  std::string compression;          ///< as stored: kCompressionZstd or kCompressionNone
+  std::string shown;                ///< how errors name it (escaped)
+  std::optional<std::string> path;  ///< the file in the store, when it was opened there
+};
+
+/// Streams `core` through `sink` (stream_core_fd()) and, for Complete dumps, checks that exactly
+/// r.core_size bytes came out. Returns the byte count. Throws DumpctlError.
+std::uint64_t extract_core(OpenCore& core, const DumpRecord& r, const ByteSink& sink);
 
 /// The record's core file path, checked: throws DumpctlError if the record has no stored core
 /// (its state and reason are named), uses a compression other than "zstd" or "none", or its file

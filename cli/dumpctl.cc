@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/analysis_commands.h"
+#include "cli/commands_status.h"
 #include "cli/format.h"
 #include "cli/store_commands.h"
 #include "cli/temp_file.h"
@@ -29,7 +30,14 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
   app.require_subcommand(0, 1);
 
   GlobalOptions global;
-  app.add_option("--store", global.store, "coredumpd store directory")->capture_default_str();
+  CLI::Option* store_opt =
+      app.add_option("--store", global.store, "coredumpd store directory, read directly (root's default)")
+          ->capture_default_str();
+  CLI::Option* query_opt =
+      app.add_option("--query-socket", global.query_socket,
+                     "coredumpd's query service: where users who are not root read their own dumps (giving it makes "
+                     "root use it too)")
+          ->capture_default_str();
   app.add_option("--pending-dir", global.pending_dir,
                  "coredumpd's pending journal: records a read-only or full store could not take yet (list shows them)")
       ->capture_default_str();
@@ -67,6 +75,13 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
   debug->add_option("--debugger", debug_opts.debugger, "Debugger to run")->capture_default_str();
   debug->add_option("ARGS", debug_opts.args, "Extra debugger arguments, after --");
 
+  StatusOptions status_opts;
+  CLI::App* status = app.add_subcommand(
+      "status",
+      "Show whether crashes reach coredumpd: the daemon, kernel support, core_pattern and socket, store usage, "
+      "counters. Exit status: 0 all well, 3 something would lose dumps (warnings say what), 1 an error");
+  status->add_flag("--json", status_opts.json, "Print a JSON object");
+
   const StoreCommands store_commands(app);  // du, vacuum, verify
   const AnalysisCommands analysis_commands(app);  // analyze, signatures
 
@@ -83,7 +98,10 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
     io.err << "dumpctl: " << kTestStallFlag << ": a test hook; a core written now stops after its first write\n";
     set_test_stall_after_first_write(true);
   }
+  global.store_given = store_opt->count() > 0;
+  global.query_socket_given = query_opt->count() > 0;
   try {
+    if (*status) return cmd_status(global, status_opts, io);
     if (*info) return cmd_info(global, info_opts, io);
     if (*dump) return cmd_dump(global, dump_opts, io);
     if (*debug) return cmd_debug(global, debug_opts, io);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "store/query_protocol.h"
+
 namespace coredumpd::cli {
 
 /// The store directory used when --store is not given (the daemon's default too).
@@ -32,6 +34,10 @@ struct GlobalOptions {
   std::string store = kDefaultStore;  ///< store directory: index.sqlite, <id>.zst and <id>.core
   /// The daemon's pending journal (store/pending_journal.h): records its index could not take yet.
   std::string pending_dir = "/run/coredumpd/pending";
+  /// The daemon's query service (store/query_protocol.h), which users who are not root read.
+  std::string query_socket = kDefaultQuerySocket;
+  bool query_socket_given = false;  ///< --query-socket was given: use the service, even as root
+  bool store_given = false;         ///< --store was given: read that store directly, as any user
 };
 
 /// `dumpctl list`.
@@ -87,13 +93,18 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io);
 int cmd_dump(const GlobalOptions& g, const DumpOptions& o, const Io& io);
 
 /// Runs the debugger (fork + execvp, SIGINT/SIGQUIT ignored while waiting) on the selected dump's
-/// core: a zstd core is decompressed to a temporary file in $TMPDIR (default /var/tmp), removed
-/// afterwards; a raw core (compression "none") is passed as its path in the store, after checking
-/// that a complete dump's file holds core_size bytes. If the executable is gone (or replaced:
+/// core: a zstd core, or any core received from the query service (as the user who runs dumpctl:
+/// the debugger runs as them), is written to a private temporary file in $TMPDIR (default
+/// /var/tmp), removed afterwards; a raw core (compression "none") in the store read directly is
+/// passed as its path there, after checking that a complete dump's file holds core_size bytes. If the executable is gone (or replaced:
 /// " (deleted)"), the debugger gets the core alone. Returns the debugger's exit status (1 if it
 /// was killed by a signal). Throws DumpctlError.
 int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io);
 
+/// The commands above read their records and cores from the source choose_source() picks
+/// (cli/dump_source.h): the store directly, or the daemon's query service for users who are not
+/// root, which shows them their own dumps only.
+///
 /// Parses a full command line (`args[0]` is the program name) with CLI11 and runs the command;
 /// no command means `list`. Every exception becomes "dumpctl: <message>" on `io.err` and exit code
 /// 1; --help prints to `io.out` and returns 0; usage errors return 1.

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "cli/core_file.h"
 #include "cli/signal_cleanup.h"
 #include "store/dump_record.h"
 #include "util/unique_fd.h"
@@ -47,9 +48,9 @@ inline constexpr const char* kTestStallFlag = "--test-stall-after-first-write";
 /// an environment variable, so that nothing inherited can make dumpctl hang.
 void set_test_stall_after_first_write(bool stall);
 
-/// Streams the record's core (extract_core()) into `file`, which must be new and empty, with holes
-/// for zero blocks (SparseWriter), and closes it. Returns the core's size in bytes. Throws
+/// Streams the record's open core (extract_core()) into `file`, which must be new and empty, with
+/// holes for zero blocks (SparseWriter), and closes it. Returns the core's size in bytes. Throws
 /// DumpctlError.
-std::uint64_t write_core_sparse(const std::string& store, const DumpRecord& r, TempFile& file);
+std::uint64_t write_core_sparse(OpenCore& core, const DumpRecord& r, TempFile& file);
 
 }  // namespace coredumpd::cli
