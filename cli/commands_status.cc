@@ -69,7 +69,7 @@ void find_problems(StatusReport& r) {
   }
   if (!r.daemon) {
     const bool held = r.socket.listening == true;  // socket activation: systemd holds it
-    r.problems.push_back({false, r.daemon_error + (held ? "; its kernel socket is listening: a crash starts it" : "")});
+    r.problems.push_back({false, r.daemon_error + (held ? "; the kernel socket is listening, so crashes are still taken" : "")});
   }
   const auto bytes = uint_at(r.store_usage, "bytes");
   const auto max_use =
@@ -79,6 +79,8 @@ void find_problems(StatusReport& r) {
 }
 
 std::string daemon_line(const StatusReport& r) {
+  if (!r.daemon && r.daemon_down && r.socket.listening == true)
+    return "no query service (its kernel socket is listening: socket activation, or a coredumpd without one)";
   if (!r.daemon) return r.daemon_down ? "not running" : "not answering (see the warning below)";
   const QueryStatus& d = *r.daemon;
   std::string s = "running (pid " + std::to_string(d.pid) + ", version " + escape_for_display(d.version);
@@ -89,26 +91,28 @@ std::string daemon_line(const StatusReport& r) {
 std::string usage_text(const nlohmann::json& u) {
   if (!u.is_object()) return "unknown (the daemon is not running; root can read the store)";
   if (const auto e = u.find("error"); e != u.end() && e->is_string()) return "unknown: " + escape_for_display(e->get<std::string>());
-  std::string s;
-  if (const auto b = uint_at(u, "bytes")) s += format_size(*b);
-  if (const auto c = uint_at(u, "cores")) s += " in " + std::to_string(*c) + " cores";
+  std::vector<std::string> lines;
+  const auto b = uint_at(u, "bytes");
+  const auto c = uint_at(u, "cores");
+  if (b || c) lines.push_back((b ? format_size(*b) : std::string("?")) + (c ? " in " + std::to_string(*c) + " cores" : ""));
+  else lines.push_back("not reported");
   const nlohmann::json limits = u.value("limits", nlohmann::json());
-  if (limits.is_object() && !limits.empty()) {
-    std::string l;
+  std::string l;
+  if (limits.is_object()) {
     for (const auto& [k, v] : limits.items()) {
       if (v.is_null()) continue;
       std::string name = k;
       if (name.ends_with("_bytes")) name.resize(name.size() - 6);
-      l += (l.empty() ? "" : ", ") + name + " " +
+      l += (l.empty() ? "" : ", ") + escape_for_display(name) + " " +
            (v.is_number_unsigned() && k.ends_with("_bytes") ? format_size(v.get<std::uint64_t>()) : v.dump());
     }
-    if (!l.empty()) s += "\nlimits: " + l;
-  } else {
-    s += "\nlimits: unknown (the daemon's configuration sets them)";
   }
+  lines.push_back("limits: " + (l.empty() ? std::string("unknown (the daemon's configuration sets them)") : l));
   const nlohmann::json fs = u.value("filesystem", nlohmann::json());
   if (const auto total = uint_at(fs, "total_bytes"), free = uint_at(fs, "free_bytes"); total && free)
-    s += "\nfilesystem: " + format_size(*free) + " free of " + format_size(*total);
+    lines.push_back("filesystem: " + format_size(*free) + " free of " + format_size(*total));
+  std::string s;
+  for (const auto& line : lines) s += (s.empty() ? "" : "\n") + line;
   return s;
 }
 

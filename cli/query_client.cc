@@ -76,8 +76,17 @@ void QueryClient::send(const QueryRequest& r) {
     const ssize_t n = send_with_fd(sock_.get(), rest, -1);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw DumpctlError("cannot send to the query service at " + escape_for_display(path_) + ": " +
-                         std::strerror(errno));
+      const int e = errno;
+      // A daemon that refuses a connection (busy) writes why and hangs up: show its reason.
+      if (e == EPIPE || e == ECONNRESET) {
+        try {
+          read_reply("(refusal)");
+        } catch (const QueryRefused&) {
+          throw;
+        } catch (const std::exception&) {
+        }
+      }
+      throw DumpctlError("cannot send to the query service at " + escape_for_display(path_) + ": " + std::strerror(e));
     }
     rest.remove_prefix(static_cast<std::size_t>(n));
   }
