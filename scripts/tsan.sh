@@ -27,7 +27,7 @@ if [[ ${TSAN_SKIP_DEPS:-0} != 1 ]]; then
 fi
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan --target fake_kernel_test fake_kernel_daemon_test reload_test forward_test storm_test spool_test arena_pool_test core_writer_test \
-  index_test dump_budget_test ${TSAN_JOBS:+-j "$TSAN_JOBS"}
+  index_test dump_budget_test journal_queue_test ${TSAN_JOBS:+-j "$TSAN_JOBS"}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/coredumpd-tsan.XXXXXX")
 # second_deadlock_stack: both stacks of a lock-order inversion; halt_on_error=0: keep going, report all.
@@ -36,7 +36,7 @@ export TSAN_OPTIONS="log_path=$work/tsan second_deadlock_stack=1 halt_on_error=0
 failed=0
 for t in tests/fake_kernel/fake_kernel_test tests/integration/fake_kernel_daemon_test tests/integration/reload_test \
          tests/integration/forward_test tests/integration/storm_test tests/unit/spool_test tests/unit/arena_pool_test \
-         tests/unit/core_writer_test tests/unit/index_test tests/unit/dump_budget_test; do
+         tests/unit/core_writer_test tests/unit/index_test tests/unit/dump_budget_test tests/unit/journal_queue_test; do
   name=$(basename "$t")
   echo "=== $name"
   if build/tsan/"$t" --gtest_filter="$filter" --gtest_brief=1 >"$work/$name.log" 2>&1; then

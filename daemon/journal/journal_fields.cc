@@ -180,13 +180,14 @@ std::vector<std::string> journal_fields(const DumpRecord& r, const EntryOptions&
   b.add("MESSAGE", message(r, report, stored, o), kMaxLongField);
   b.add("MESSAGE_ID", std::string(kCoredumpMessageId));
   b.add("PRIORITY", 2);  // LOG_CRIT, as systemd-coredump
+  // Always written, unknown or not: systemd 252's `coredumpctl list` aborts (an assertion in
+  // safe_atoi()/parse_uid()) on a crash entry that lacks one of these four, and then lists no
+  // crash at all. Unknown ids are "-1" (it shows "-"), an unknown signal "0".
   b.add("COREDUMP_PID", r.pid);
-  if (r.uid >= 0) b.add("COREDUMP_UID", r.uid);
-  if (r.gid >= 0) b.add("COREDUMP_GID", r.gid);
-  if (r.signal) {
-    b.add("COREDUMP_SIGNAL", *r.signal);
-    b.add("COREDUMP_SIGNAL_NAME", signal_name(*r.signal));
-  }
+  b.add("COREDUMP_UID", r.uid);
+  b.add("COREDUMP_GID", r.gid);
+  b.add("COREDUMP_SIGNAL", r.signal.value_or(0));
+  if (r.signal) b.add("COREDUMP_SIGNAL_NAME", signal_name(*r.signal));
   b.add("COREDUMP_TIMESTAMP", r.timestamp_us);
   b.add("COREDUMP_RLIMIT", integer_at(r.extra, extras::kRlimitCore));
   b.add("COREDUMP_HOSTNAME", r.hostname);

@@ -57,7 +57,8 @@ bool entry_wanted(DumpState s);
 ///   COREDUMPD_ID, COREDUMPD_STATE, COREDUMPD_REASON, COREDUMPD_SIGNATURE,
 ///   COREDUMPD_SIGNATURE_TEXT, COREDUMPD_RULE, COREDUMPD_CONTAINER, COREDUMPD_TRUNCATED_FIELDS.
 /// A field whose fact the record lacks (not captured, not analysed, empty) is left out, as systemd
-/// leaves out what it could not read. docs/JOURNAL.md lists each field with its source.
+/// leaves out what it could not read, except COREDUMP_PID/UID/GID/SIGNAL: always there ("-1" for
+/// an unknown id, "0" for an unknown signal), since systemd 252's coredumpctl aborts without them. docs/JOURNAL.md lists each field with its source.
 /// MESSAGE: "Process <pid> (<comm>) of user <uid> dumped core." when a core is stored, then a blank
 /// line and the stack trace (analysis/report_text.h) or "Stack trace: unavailable (<why>)" once
 /// analysed; without a stored core "... terminated abnormally without generating a coredump.",

@@ -121,7 +121,9 @@ analysis::CrashReport report_with_frame() {
   analysis::Frame f;
   f.function = "f";
   t.frames = {f};
+  t.crashed = true;
   rep.threads = {t};
+  rep.threads_total = 1;
   return rep;
 }
 
@@ -156,7 +158,7 @@ TEST_F(JournalQueueTest, AStoredCoreWaitsForItsAnalysisThenCarriesTheStackTrace)
   ASSERT_EQ(entries.size(), 1u);
   const std::string message = field_value(entries[0], "MESSAGE");
   EXPECT_EQ(message.substr(0, message.find('\n')), "Process 77 (prog) of user 1000 dumped core.");
-  EXPECT_NE(message.find("Stack trace of thread 77:"), std::string::npos);
+  EXPECT_NE(message.find("Stack trace of thread 77:"), std::string::npos) << message;
   EXPECT_EQ(field_value(entries[0], "COREDUMPD_SIGNATURE"), rep.signature);
   EXPECT_EQ(field_value(entries[0], "COREDUMP_FILENAME"), (dir_ / "bb.zst").string());
 }
