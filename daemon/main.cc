@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -17,11 +19,15 @@
 #include "daemon/report/logging.h"
 #include "daemon/handshake/core_pattern.h"
 #include "daemon/handshake/probe.h"
+#include "daemon/handshake/passed_sockets.h"
 #include "daemon/handshake/server.h"
+#include "daemon/query/query_server.h"
+#include "daemon/handshake/daemon_status.h"
 #include "daemon/dump/spool_recovery.h"
 #include "daemon/analyze/analysis_queue.h"
 #include "daemon/journal/journal_queue.h"
 #include "daemon/journal/journal_writer.h"
+#include "util/time.h"
 
 namespace {
 
@@ -72,11 +78,15 @@ int main(int argc, char** argv) {
   ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
   coredumpd::Config defaults;
+  std::optional<std::string> query_socket;
   std::string socket_path, store_dir, config_file = coredumpd::kDefaultConfigFile, log_level = "info";
   bool install_pattern = false, allow_unverified = false, probe = false, check_config = false;
 
   CLI::App app{"coredumpd — coredump server for the Linux core_pattern socket protocol (@@, Linux 6.17+)"};
   app.add_option("--socket", socket_path, "Socket the kernel connects to (default " + defaults.socket_path + ")");
+  app.add_option("--query-socket", query_socket,
+                 "Socket of the query service for users (docs/QUERY.md); \"\" turns it off (default " +
+                     defaults.query_socket + ")");
   app.add_option("--store", store_dir, "Store directory for cores and the index (default " + defaults.store_dir + ")");
   app.add_option("--config", config_file,
                  "Main JSON configuration file; drop-ins are read from conf.d/*.json beside it (either may be missing)")
@@ -135,6 +145,7 @@ int main(int argc, char** argv) {
     coredumpd::Config& config = loaded.config;
     if (!socket_path.empty()) config.socket_path = socket_path;
     if (!store_dir.empty()) config.store_dir = store_dir;
+    if (query_socket) config.query_socket = *query_socket;
     config.allow_unverified_peers = allow_unverified;
     coredumpd::set_hold_before_store(hold_before_store);
     if (test_hooks)
@@ -164,11 +175,32 @@ int main(int argc, char** argv) {
     for (const auto& s : loaded.sources) spdlog::info("configuration read from {}", s);
     spdlog::info("{}", coredumpd::describe_retention(config.retention, config.defaults.max_core_bytes, config.store_dir));
 
+    const std::int64_t started_us = coredumpd::now_epoch_us();
+    // Once, before either socket is used: the kernel's and the query service's, by name.
+    const coredumpd::PassedSockets passed = coredumpd::take_passed_sockets();
     coredumpd::ServerOptions options;
     options.config_file = config_file;
     options.install_pattern = install_pattern;
+    options.kernel_socket_fd = passed.kernel;
     raise_fd_limit();
+    const std::string query_socket_path = config.query_socket;
     coredumpd::Server server(std::make_shared<const coredumpd::Config>(std::move(config)), std::move(options));
+    // The query service: its own socket and thread, after the server (it reads the store the server
+    // opened) and stopped before the server's index goes away.
+    std::unique_ptr<coredumpd::QueryServer> query;
+    if (passed.query >= 0 || !query_socket_path.empty()) {
+      coredumpd::QueryServerOptions q;
+      q.store_dir = server.config()->store_dir;
+      q.passed_fd = passed.query;
+      q.socket_path = query_socket_path;
+      q.stats = &server.stats();
+      query = std::make_unique<coredumpd::QueryServer>(std::move(q));
+      query->set_status([&server, &query, started_us] {
+        return coredumpd::daemon_status(server, query->socket_path(), started_us);
+      });
+    } else {
+      spdlog::info("query service off (query_socket \"\")");
+    }
     // The analysis of stored cores: its own thread, fed by the dump stage once a core is stored.
     // Always created, so that a reload can turn analysis.enabled on or off; after the server, so
     // it stops (killing a running analyzer) before the index it writes goes away.
@@ -190,7 +222,9 @@ int main(int argc, char** argv) {
     };
     dumps.on_final = [&journal](const coredumpd::DumpRecord& r) { journal.submit(r); };
     analysis.submit_unanalysed();  // what a stop left unanalysed, newest first
+    if (query) query->start();
     const int rc = server.run();
+    if (query) query->stop();
     analysis.stop();
     journal.stop();  // after the analysis: what waited for it is sent, without its stack trace
     return rc;

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+#include <utility>
 
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -129,12 +130,11 @@ Server::Server(std::shared_ptr<const Config> config, ServerOptions options)
   if (host_ns.missing.empty()) spdlog::info("host namespaces: {}", host_ns.describe());
   else spdlog::warn("host namespaces: {}", host_ns.describe());
 
-  const int passed = sd_listen_fds(1);
-  if (passed > 1) throw std::runtime_error("systemd passed " + std::to_string(passed) + " sockets; expected one");
-  if (passed == 1) {
-    if (sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, nullptr, 0) <= 0)
+  if (const int passed = std::exchange(options_.kernel_socket_fd, -1); passed >= 0) {
+    UniqueFd owned(passed);
+    if (sd_is_socket_unix(passed, SOCK_STREAM, 1, nullptr, 0) <= 0)
       throw std::runtime_error("the socket systemd passed is not a listening AF_UNIX stream socket");
-    acceptor_.assign(local(), SD_LISTEN_FDS_START);
+    acceptor_.assign(local(), owned.release());
     spdlog::info("listening on the socket passed by systemd");
   } else {
     listen_on_path(acceptor_, config_->socket_path, config_->listen_backlog);
@@ -226,6 +226,7 @@ void Server::reload() {
     fresh.socket_path = config_->socket_path;  // the socket and store cannot change under a running server
     fresh.store_dir = config_->store_dir;
     fresh.pending_dir = config_->pending_dir;
+    fresh.query_socket = config_->query_socket;
     fresh.allow_unverified_peers = config_->allow_unverified_peers;
     ctx_->set_config(std::make_shared<const Config>(std::move(fresh)));
     spdlog::info("SIGHUP: configuration reloaded from {} file(s): {}", loaded.sources.size(),

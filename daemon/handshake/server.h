@@ -27,13 +27,16 @@ struct ServerOptions {
   /// Main configuration file, re-read with its conf.d/ drop-ins on SIGHUP (load_config()).
   std::string config_file = kDefaultConfigFile;
   bool install_pattern = false;            ///< write @@socket to core_pattern, restore on exit
+  /// The kernel's listening socket systemd passed (take_passed_sockets()); ownership is taken.
+  /// -1: listen on config.socket_path.
+  int kernel_socket_fd = -1;
 };
 
 /// Owns everything a running daemon has. Construct, then run() until a stop signal.
 class Server {
  public:
   /// Opens the store (creating it if missing), recovers interrupted dumps, and listens: on the
-  /// socket systemd passed (LISTEN_FDS) if any, else on config.socket_path. Throws std::exception
+  /// socket systemd passed (options.kernel_socket_fd) if any, else on config.socket_path. Throws std::exception
   /// subclasses with a readable message on any failure (the caller logs it and exits non-zero).
   Server(std::shared_ptr<const Config> config, ServerOptions options);
   ~Server();
@@ -44,6 +47,12 @@ class Server {
 
   /// The dump stage's shared state: main() sets its on_stored hook before run().
   DumpContext& dump_context() { return *ctx_; }
+  /// The outcome counters (any thread).
+  Stats& stats() { return stats_; }
+  /// The index the dump stage writes (any thread; calls take its mutex).
+  Index& index() { return *index_; }
+  /// True if systemd passed the kernel's socket.
+  bool socket_activated() const { return !own_socket_; }
   /// The configuration in force (replaced by a SIGHUP reload); any thread.
   std::shared_ptr<const Config> config() const { return ctx_->config(); }
 

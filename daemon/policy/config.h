@@ -16,6 +16,7 @@
 #include "daemon/policy/journal_settings.h"
 #include "daemon/policy/compression_options.h"
 #include "daemon/policy/policy.h"
+#include "store/query_protocol.h"
 #include "store/retention_limits.h"
 #include "protocol/wire.h"
 
@@ -44,6 +45,9 @@ struct Config {
   /// Records the index cannot take (a read-only or full store) wait here (store/pending_journal.h).
   /// "": `pending` beside the socket (/run/coredumpd/pending by default): see pending_dir_of().
   std::string pending_dir;
+  /// Where the query service listens (docs/QUERY.md) unless systemd passes its socket; "" turns the
+  /// service off. Read at start only.
+  std::string query_socket = kDefaultQuerySocket;
   /// Longest the crashing task may stay frozen before we ack (accept -> ack sent). The kernel has no
   /// timeout of its own (docs/PROTOCOL.md §4.7), so this bound is ours to keep.
   std::chrono::milliseconds handshake_timeout{2000};

@@ -33,6 +33,18 @@ constexpr ConfigKey<Config> kGlobal[] = {
                     "(records.jsonl, at most 8 MiB).",
      .apply = [](const KeyValue& v, Config& c) { c.pending_dir = v.path(); },
      .write = [](const Config& c) -> json { return pending_dir_of(c); }},
+    {.name = "query_socket", .type = "path", .values = "absolute, shorter than 108 bytes, or \"\" (no query service)",
+     .description = "Where users' dumpctl asks the daemon for their own dumps (docs/QUERY.md); ignored when systemd "
+                    "passes the socket named \"query\". Read at start only.",
+     .apply = [](const KeyValue& v, Config& c) {
+       if (v.value.is_string() && v.value.get_ref<const std::string&>().empty()) {
+         c.query_socket.clear();
+         return;
+       }
+       c.query_socket = v.path();
+       if (c.query_socket.size() >= 108) v.fail("path must be shorter than 108 bytes (UNIX_PATH_MAX)");
+     },
+     .write = [](const Config& c) -> json { return c.query_socket; }},
     integer_key<&Config::handshake_timeout>("handshake_timeout_ms", 10, 60'000,
         "Longest the crashing task stays frozen before the ack (the kernel has no timeout of its own)."),
     integer_key<&Config::stream_idle_timeout>("stream_idle_timeout_ms", 100, 3'600'000,

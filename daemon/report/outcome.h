@@ -38,9 +38,12 @@ enum class Outcome : std::size_t {
   // The crash's journal entry (daemon/journal/), once its record is final.
   JournalWritten,       ///< on the way: journald took the entry
   JournalFailed,        ///< on the way: the entry was not sent (journald refused it, or its queue was full)
+  // The query service (daemon/query/): requests of users, not crashes.
+  QueryServed,   ///< a query answered with "ok": true
+  QueryRefused,  ///< a query answered with an error, or a client dropped by a limit (busy, too large, timeouts)
 };
 
-inline constexpr std::size_t kOutcomeCount = static_cast<std::size_t>(Outcome::JournalFailed) + 1;
+inline constexpr std::size_t kOutcomeCount = static_cast<std::size_t>(Outcome::QueryRefused) + 1;
 
 /// One row per Outcome, in the enum's order.
 struct OutcomeInfo {
@@ -76,6 +79,8 @@ inline constexpr std::array<OutcomeInfo, kOutcomeCount> kOutcomes = {{
     {Outcome::AnalysisNotRecorded, "analysis_not_recorded", "analysis not recorded"},
     {Outcome::JournalWritten, "journal_written", "journal entries written"},
     {Outcome::JournalFailed, "journal_failed", "journal entries failed"},
+    {Outcome::QueryServed, "query_served", ""},
+    {Outcome::QueryRefused, "query_refused", ""},
 }};
 
 consteval bool outcomes_in_order() {

@@ -1,0 +1,148 @@
+#include "daemon/query/query_answers.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <system_error>
+
+#include "store/record_json.h"
+#include "store/usage.h"
+
+namespace coredumpd {
+
+namespace {
+
+using nlohmann::json;
+
+std::string ok_line(json j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + '\n'; }
+
+QueryReply error(QueryErrorCode code, std::string message) {
+  return QueryReply::line(query_error_line({code, std::move(message)}), false);
+}
+
+QueryReply not_found() { return error(QueryErrorCode::NotFound, "no such dump"); }
+
+json usage_json(const UsageReport& u) {
+  json j = {{"bytes", u.total.bytes}, {"cores", u.total.cores}, {"rows", u.rows},
+            {"vacuumed_rows", u.vacuumed_rows}, {"states", u.states}};
+  if (u.filesystem) j["filesystem"] = {{"total_bytes", u.filesystem->total_bytes}, {"free_bytes", u.filesystem->free_bytes}};
+  return j;
+}
+
+}  // namespace
+
+QueryReply QueryReply::line(std::string text, bool ok, UniqueFd fd) {
+  QueryReply r;
+  r.ok_ = ok;
+  r.pending_ = std::move(text);
+  r.fd_ = std::move(fd);
+  return r;
+}
+
+QueryReply QueryReply::list(std::vector<DumpRecord> records) {
+  QueryReply r;
+  r.pending_ = ok_line({{"ok", true}, {"op", "list"}});
+  r.records_ = std::move(records);
+  r.trailer_due_ = true;
+  return r;
+}
+
+std::string QueryReply::next_chunk(std::size_t max_bytes) {
+  while (pending_.size() < max_bytes && next_record_ < records_.size()) {
+    DumpRecord& r = records_[next_record_++];
+    r.analysis = nullptr;  // Index::list() leaves it null; said again, since the protocol promises it
+    pending_ += ok_line(record_envelope(r));
+    r = DumpRecord();  // formatted: its memory goes
+  }
+  if (trailer_due_ && next_record_ == records_.size() && pending_.size() < max_bytes) {
+    pending_ += ok_line({{"end", true}, {"count", records_.size()}});
+    trailer_due_ = false;
+    records_.clear();
+    next_record_ = 0;
+  }
+  return std::exchange(pending_, std::string());
+}
+
+UniqueFd open_core_file(int dirfd, const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos) {
+    errno = EINVAL;
+    return UniqueFd();
+  }
+  return UniqueFd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | O_NONBLOCK));
+}
+
+QueryAnswers::QueryAnswers(std::string store_dir, std::function<QueryStatus()> status)
+    : store_dir_(std::move(store_dir)), status_(std::move(status)) {
+  store_dirfd_.reset(::open(store_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!store_dirfd_) throw std::system_error(errno, std::generic_category(), "opening store " + store_dir_);
+}
+
+Index& QueryAnswers::index() {
+  if (!index_) index_ = std::make_unique<Index>(store_dir_, /*writable=*/false);
+  return *index_;
+}
+
+QueryReply QueryAnswers::answer(const QueryRequest& request, uid_t peer_uid) {
+  try {
+    if (const auto* l = std::get_if<ListRequest>(&request)) return list(*l, peer_uid);
+    if (const auto* g = std::get_if<GetRequest>(&request)) return get(g->id, peer_uid, false);
+    if (const auto* c = std::get_if<CoreRequest>(&request)) return get(c->id, peer_uid, true);
+    return status();
+  } catch (const std::exception& e) {
+    index_.reset();  // opened again at the next request: the store may come back
+    return error(QueryErrorCode::Internal, std::string("cannot read the store: ") + e.what());
+  }
+}
+
+QueryReply QueryAnswers::list(const ListRequest& r, uid_t peer_uid) {
+  std::vector<DumpRecord> all = index().list();
+  std::vector<DumpRecord> visible;
+  for (auto& d : all) {
+    if (!peer_may_see(d, peer_uid)) continue;
+    if (r.since_us && d.timestamp_us < *r.since_us) continue;
+    if (r.until_us && d.timestamp_us > *r.until_us) continue;
+    visible.push_back(std::move(d));
+  }
+  return QueryReply::list(std::move(visible));
+}
+
+QueryReply QueryAnswers::get(const std::string& id, uid_t peer_uid, bool with_core) {
+  std::optional<DumpRecord> d = index().get(id);
+  if (!d || !peer_may_see(*d, peer_uid)) return not_found();
+  if (!with_core) return QueryReply::line(ok_line({{"ok", true}, {"op", "get"}, {"dump", record_envelope(*d)}}), true);
+
+  const bool has_core = (d->state == DumpState::Complete || d->state == DumpState::Truncated) && !d->path.empty();
+  if (!has_core) {
+    return error(QueryErrorCode::NoCore, std::string("dump ") + d->id + " has no stored core (" + state_name(d->state) +
+                                             (d->reason.empty() ? "" : ": " + d->reason) + ")");
+  }
+  UniqueFd fd = open_core_file(store_dirfd_.get(), d->path);
+  if (!fd) {
+    if (errno == ENOENT)
+      return error(QueryErrorCode::NoCore, "dump " + d->id + ": its core file is gone (removed by retention?)");
+    return error(QueryErrorCode::Internal, "dump " + d->id + ": cannot open its core: " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return error(QueryErrorCode::Internal, "dump " + d->id + ": its core is not a regular file");
+  d->analysis = nullptr;
+  return QueryReply::line(ok_line({{"ok", true}, {"op", "core"}, {"dump", record_envelope(*d)}}), true, std::move(fd));
+}
+
+QueryReply QueryAnswers::status() {
+  QueryStatus s = status_ ? status_() : QueryStatus{};
+  try {
+    const json used = usage_json(usage(index(), store_dirfd_.get()));
+    for (const auto& [k, v] : used.items()) s.store_usage[k] = v;
+  } catch (const std::exception& e) {
+    index_.reset();
+    s.store_usage["error"] = e.what();
+  }
+  return QueryReply::line(ok_line({{"ok", true}, {"op", "status"}, {"status", to_json(s)}}), true);
+}
+
+}  // namespace coredumpd

@@ -1,0 +1,80 @@
+// What the query service answers (store/query_protocol.h), apart from the socket: a request and
+// the peer's uid in, reply lines (and for "core" a descriptor) out. Runs on the query thread only,
+// with an Index of its own (SQLite connections are per thread).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "store/dump_record.h"
+#include "store/index.h"
+#include "store/query_protocol.h"
+#include "util/unique_fd.h"
+
+namespace coredumpd {
+
+/// A reply in progress: lines to send, produced a chunk at a time so that a list of thousands of
+/// records is never formatted at once, and the descriptor that goes with the first byte.
+class QueryReply {
+ public:
+  /// A reply of one line (with its '\n'), a success or an error line (`ok`); `fd` >= 0 travels
+  /// with its first byte.
+  static QueryReply line(std::string text, bool ok, UniqueFd fd = UniqueFd());
+  /// A list reply: header, one envelope per record, trailer.
+  static QueryReply list(std::vector<DumpRecord> records);
+
+  /// The next bytes to send, about `max_bytes` or fewer (whole lines); "" when the reply is done.
+  std::string next_chunk(std::size_t max_bytes);
+  /// The descriptor to attach to the first chunk (taken once; then empty).
+  UniqueFd take_fd() { return std::move(fd_); }
+  /// True when the reply succeeded ("ok": true), for the counters.
+  bool ok() const { return ok_; }
+
+ private:
+  std::string pending_;                ///< formatted, not yet handed out
+  std::vector<DumpRecord> records_;    ///< list: records still to format
+  std::size_t next_record_ = 0;
+  bool trailer_due_ = false;
+  bool ok_ = true;
+  UniqueFd fd_;
+};
+
+/// Answers requests from one store. Not thread-safe: the query thread owns it.
+class QueryAnswers {
+ public:
+  /// `store_dir` is opened now (read-only, O_DIRECTORY): cores are opened relative to it. The
+  /// index is opened at the first request that needs it (it may not exist yet), and again after a
+  /// failure. `status` fills the status reply; "store_usage" gets this store's usage merged in.
+  /// Throws std::system_error if the directory cannot be opened.
+  QueryAnswers(std::string store_dir, std::function<QueryStatus()> status);
+
+  /// The reply to `request` from a peer with uid `peer_uid`, visibility by peer_may_see(): a dump
+  /// the peer may not see is "not_found", like one that does not exist. Never throws.
+  QueryReply answer(const QueryRequest& request, uid_t peer_uid);
+  /// Replaces the status function.
+  void set_status(std::function<QueryStatus()> status) { status_ = std::move(status); }
+
+ private:
+  QueryReply list(const ListRequest& r, uid_t peer_uid);
+  QueryReply get(const std::string& id, uid_t peer_uid, bool with_core);
+  QueryReply status();
+  Index& index();  // throws IndexError
+
+  std::string store_dir_;
+  UniqueFd store_dirfd_;
+  std::function<QueryStatus()> status_;
+  std::unique_ptr<Index> index_;
+};
+
+/// Opens core file `name` (DumpRecord::path) read-only in directory `dirfd`, refusing a name that
+/// is empty, ".", "..", or holds '/' (the index is not trusted to name only its own files), and
+/// symlinks (O_NOFOLLOW). Returns the descriptor or an empty one with errno set (EINVAL for a
+/// refused name).
+UniqueFd open_core_file(int dirfd, const std::string& name);
+
+}  // namespace coredumpd
