@@ -88,6 +88,25 @@ std::string daemon_line(const StatusReport& r) {
   return s + ")";
 }
 
+/// One retention limit of the daemon's store_usage.limits ("max_use_bytes": 4294967296 reads
+/// "max_use 4.0G", "max_core_age_s": 259200 reads "max_core_age 3d").
+std::string limit_text(const std::string& key, const nlohmann::json& v) {
+  std::string name = key;
+  if (key.ends_with("_bytes") && v.is_number_unsigned()) {
+    name.resize(name.size() - 6);
+    return escape_for_display(name) + " " + format_size(v.get<std::uint64_t>());
+  }
+  if (key.ends_with("_s") && v.is_number_integer()) {
+    name.resize(name.size() - 2);
+    const auto sec = v.get<std::int64_t>();
+    const std::string d = sec % 86400 == 0 ? std::to_string(sec / 86400) + "d"
+                          : sec % 3600 == 0 ? std::to_string(sec / 3600) + "h"
+                                            : std::to_string(sec) + "s";
+    return escape_for_display(name) + " " + d;
+  }
+  return escape_for_display(name) + " " + sanitize_json_text(v.dump());
+}
+
 std::string usage_text(const nlohmann::json& u) {
   if (!u.is_object()) return "unknown (the daemon is not running; root can read the store)";
   if (const auto e = u.find("error"); e != u.end() && e->is_string()) return "unknown: " + escape_for_display(e->get<std::string>());
@@ -101,10 +120,7 @@ std::string usage_text(const nlohmann::json& u) {
   if (limits.is_object()) {
     for (const auto& [k, v] : limits.items()) {
       if (v.is_null()) continue;
-      std::string name = k;
-      if (name.ends_with("_bytes")) name.resize(name.size() - 6);
-      l += (l.empty() ? "" : ", ") + escape_for_display(name) + " " +
-           (v.is_number_unsigned() && k.ends_with("_bytes") ? format_size(v.get<std::uint64_t>()) : v.dump());
+      l += (l.empty() ? "" : ", ") + limit_text(k, v);
     }
   }
   lines.push_back("limits: " + (l.empty() ? std::string("unknown (the daemon's configuration sets them)") : l));

@@ -77,9 +77,10 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
 
   StatusOptions status_opts;
   CLI::App* status = app.add_subcommand(
-      "status",
-      "Show whether crashes reach coredumpd: the daemon, kernel support, core_pattern and socket, store usage, "
-      "counters. Exit status: 0 all well, 3 something would lose dumps (warnings say what), 1 an error");
+      "status", "Show whether crashes reach coredumpd: daemon, kernel support, core_pattern, socket, usage, counters");
+  status->footer(
+      "Exit status: 0 nothing would lose dumps; 3 something would (the kernel lacks \"@@\", core_pattern is not "
+      "coredumpd's, nothing listens on its socket: the warnings say which); 1 dumpctl's own errors.");
   status->add_flag("--json", status_opts.json, "Print a JSON object");
 
   const StoreCommands store_commands(app);  // du, vacuum, verify
