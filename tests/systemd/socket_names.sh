@@ -20,7 +20,7 @@ PIDS+=($pid)
 wait_for 10 test -S "$ksock" || fail "systemd-socket-activate did not listen on $ksock"
 
 # A plain client on the kernel's socket: accepted there and refused as not a crashing task.
-"$PYTHON" - "$ksock" <<'PY' || fail "client on the kernel socket was not hung up on"
+"$PYTHON" - "$ksock" <<'PY' || fail "client on the kernel socket was not hung up on (log: $(tail -n 3 "$log"))"
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.settimeout(10)
