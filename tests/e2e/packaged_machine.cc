@@ -170,9 +170,12 @@ std::optional<MachineProblem> PackagedMachine::setup() {
   const std::string run_dir = dir_ / "run";
   fs::create_directories(run_dir);
   fs::permissions(run_dir, fs::perms::owner_all);
+  // The store on a host directory: SQLite resolves the /proc/<pid>/root magic link to the host's
+  // "/", so the index cannot be opened through host_path().
+  fs::create_directories(dir_ / "store");
   const auto dir_of = [](const char* p) { return fs::path(p).parent_path().string(); };
   if (auto failed = machine_.boot("cdpkg" + std::to_string(::getpid()), root,
-                                  {"--bind=" + run_dir + ":/run/coredumpd", "--bind-ro=" + deb_ + ":/opt/coredumpd.deb",
+                                  {"--bind=" + run_dir + ":/run/coredumpd", "--bind=" + dir_ / "store" + ":" + kMachineStore, "--bind-ro=" + deb_ + ":/opt/coredumpd.deb",
                                    "--bind-ro=" + dir_of(CRASHER_BIN) + ":/opt/cd-programs",
                                    "--bind-ro=" + coredumpctl_dir_ + ":/opt/systemd-coredump"},
                                   dir_ / "machine.log"))
@@ -234,7 +237,7 @@ std::pair<ExitStatus, std::string> PackagedMachine::run_as(const std::string& us
 
 std::vector<DumpRecord> PackagedMachine::records() const {
   try {
-    return Index(machine_.host_path(kMachineStore), false).list();
+    return Index(dir_ / "store", false).list();
   } catch (const IndexError&) {
     return {};
   }

@@ -21,7 +21,7 @@ namespace coredumpd::test {
 /// The unprivileged user made in the machine (useradd) for the users' crashes.
 inline constexpr const char* kMachineUser = "tester";
 /// Where the machine's coredumpd keeps its store (the package's config file).
-inline constexpr const char* kMachineStore = "/var/lib/coredumpd";
+inline constexpr const char* kMachineStore = "/var/lib/coredumpd";  // bound to <dir()>/store on the host
 
 /// One crash inside the machine: a transient unit of its systemd (systemd-run), its pid in the
 /// machine's pid namespace, and what the machine's coredumpd stored (std::nullopt: nothing).
