@@ -113,8 +113,11 @@ std::optional<std::string> NspawnMachine::boot(const std::string& name, const st
     enter += "echo $$ > " + d.string() + "/cgroup.procs && ";
   }
   // The arguments go through "$@", never through the shell's parsing.
-  std::vector<std::string> argv{"/bin/sh",        "-c",   enter + "exec \"$0\" \"$@\"", kNspawn, "-b", "-q",
-                                "--register=no",  "--keep-unit", "--volatile=overlay", "-M", name_, "-D", root};
+  // --pdeathsig: a test that dies without running stop() (an abort, a ctest timeout's SIGKILL) still
+  // powers its machine off.
+  std::vector<std::string> argv{"/usr/bin/setpriv", "--pdeathsig", "SIGTERM", "/bin/sh", "-c",
+                                enter + "exec \"$0\" \"$@\"", kNspawn, "-b", "-q", "--register=no", "--keep-unit",
+                                "--volatile=overlay", "-M", name_, "-D", root};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   nspawn_pid_ = spawn(argv, log);
   // The machine's init: nspawn's child running systemd; then wait for its boot to finish.
