@@ -10,7 +10,8 @@ build=$src/build/deb
 # No -Werror: a package build must not break on a newer compiler's new warnings (CI has -Werror).
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOREDUMPD_WERROR=OFF \
   -DCMAKE_INSTALL_PREFIX=/usr -DCOREDUMPD_TESTS=OFF >/dev/null
-ninja -C "$build" coredumpd dumpctl
+# Everything the package installs (cpack fails on a missing install() target).
+ninja -C "$build" coredumpd dumpctl coredumpd-analyze
 grep -q 'CPACK_GENERATOR "DEB"' "$build/CPackConfig.cmake" 2>/dev/null ||
   { echo "build-deb: no CPack DEB config; add include(packaging/CPackConfig.cmake) to CMakeLists.txt" >&2; exit 1; }
 rm -rf "$build/package"
@@ -26,6 +27,7 @@ expected=$(sort <<'LIST'
 /usr/lib/systemd/system/coredumpd-query.socket
 /usr/lib/systemd/system/coredumpd.socket
 /usr/lib/tmpfiles.d/coredumpd.conf
+/usr/libexec/coredumpd/coredumpd-analyze
 /usr/sbin/coredumpd
 /usr/share/doc/coredumpd/examples/docker.json
 /usr/share/doc/coredumpd/examples/kubernetes.json
