@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace coredumpd {
 namespace {
@@ -69,25 +70,30 @@ TEST(FdPassing, WithoutDescriptor) {
   EXPECT_EQ(recv_with_fd(p.b.get(), buf, sizeof(buf), &got), 0);  // end of stream
 }
 
+// Sends one byte with all of `fds` in one SCM_RIGHTS message, as a peer other than
+// send_with_fd() may. Returns sendmsg()'s result.
+ssize_t send_raw_fds(int sock, const std::vector<int>& fds) {
+  char byte = 'x';
+  iovec iov{&byte, 1};
+  std::vector<char> control(CMSG_SPACE(fds.size() * sizeof(int)));
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.data();
+  msg.msg_controllen = control.size();
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
+  std::memcpy(CMSG_DATA(c), fds.data(), fds.size() * sizeof(int));
+  return ::sendmsg(sock, &msg, 0);
+}
+
 // A peer that attaches several descriptors: the first is kept, the others closed.
 TEST(FdPassing, ExtraDescriptorsAreClosed) {
   Pair p;
   UniqueFd f1 = memfd_with("1"), f2 = memfd_with("2"), f3 = memfd_with("3");
-  int fds[3] = {f1.get(), f2.get(), f3.get()};
-  char byte = 'x';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(fds))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(fds));
-  std::memcpy(CMSG_DATA(c), fds, sizeof(fds));
-  ASSERT_EQ(::sendmsg(p.a.get(), &msg, 0), 1);
+  ASSERT_EQ(send_raw_fds(p.a.get(), {f1.get(), f2.get(), f3.get()}), 1);
 
   const std::size_t before = open_fds();
   char buf[4];
@@ -105,22 +111,7 @@ TEST(FdPassing, TruncatedControlIsEbadmsg) {
   Pair p;
   constexpr int kCount = 64;
   UniqueFd file = memfd_with("x");
-  int fds[kCount];
-  for (int& fd : fds) fd = file.get();
-  char byte = 'x';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(fds))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(fds));
-  std::memcpy(CMSG_DATA(c), fds, sizeof(fds));
-  ASSERT_EQ(::sendmsg(p.a.get(), &msg, 0), 1);
+  ASSERT_EQ(send_raw_fds(p.a.get(), std::vector<int>(kCount, file.get())), 1);
 
   const std::size_t before = open_fds();
   char buf[4];
