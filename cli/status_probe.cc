@@ -26,40 +26,20 @@ std::optional<std::string> read_text(const std::string& path) {
 
 }  // namespace
 
-bool release_at_least(std::string_view release, int major, int minor) {
-  int ma = 0, mi = 0;
-  const char* p = release.data();
-  const char* end = release.data() + release.size();
-  auto r = std::from_chars(p, end, ma);
-  if (r.ec != std::errc() || r.ptr == end || *r.ptr != '.') return false;
-  r = std::from_chars(r.ptr + 1, end, mi);
-  if (r.ec != std::errc()) return false;
-  return ma > major || (ma == major && mi >= minor);
-}
-
 KernelSupport probe_kernel_support(const std::string& core_modes_path) {
   KernelSupport k;
   utsname u{};
   if (::uname(&u) == 0) k.release = u.release;
-  const bool new_enough = release_at_least(k.release, 6, 17);
   if (auto modes = read_text(core_modes_path)) {
     std::istringstream words(*modes);
-    bool socket = false;
     std::string joined;
-    for (std::string w; words >> w;) {
-      socket = socket || w == "socket";
-      joined += (joined.empty() ? "" : " ") + w;
-    }
+    for (std::string w; words >> w;) joined += (joined.empty() ? "" : " ") + w;
     k.core_modes = joined;
-    // core_modes lists "socket" for the older "@" mode too (6.16); "@@" came with 6.17.
-    k.socket_mode = socket && new_enough;
-    k.why = !socket ? "core_modes does not list \"socket\""
-            : new_enough ? "core_modes lists \"socket\""
-                         : "core_modes lists \"socket\", but \"@@\" needs Linux 6.17 or later";
-    return k;
   }
-  k.socket_mode = new_enough;
-  k.why = new_enough ? "Linux 6.17 or later" : "\"@@\" needs Linux 6.17 or later";
+  // The daemon's own rule (it installs the pattern only where this holds).
+  const auto unsupported = socket_mode_unsupported({core_modes_path, k.release});
+  k.socket_mode = !unsupported;
+  k.why = unsupported ? *unsupported : k.core_modes ? "core_modes lists \"socket\"" : "Linux 6.17 or later";
   return k;
 }
 

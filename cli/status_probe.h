@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "util/kernel_support.h"
+
 namespace coredumpd::cli {
 
 /// The kernel socket's path when no daemon says otherwise (the daemon's "socket" default,
@@ -21,14 +23,12 @@ struct KernelSupport {
   std::string why;                        ///< how that was decided, one phrase
 };
 
-/// Decides KernelSupport: /proc/sys/kernel/core_modes (at `core_modes_path`) lists "socket"; where
-/// the file does not exist, the release is 6.17 or later (the "@@" socket protocol appeared in
-/// Linux 6.17; core_modes came later, docs/PROTOCOL.md). Never throws.
+/// Decides KernelSupport by the daemon's rule, socket_mode_unsupported() (util/kernel_support.h):
+/// Linux 6.17 or later and, where /proc/sys/kernel/core_modes (at `core_modes_path`) exists, it
+/// lists "socket". Never throws.
 KernelSupport probe_kernel_support(const std::string& core_modes_path = "/proc/sys/kernel/core_modes");
 
-/// Whether `release` ("6.18.44-foo", "7.0") is at least major.minor; false when it does not start
-/// with digits "N.M".
-bool release_at_least(std::string_view release, int major, int minor);
+using ::coredumpd::release_at_least;  // util/kernel_support.h
 
 /// The socket path of a core_pattern "@@<path>" (a trailing newline ignored); std::nullopt for any
 /// other pattern ("|program", a file name, "@<path>" of the older socket mode).

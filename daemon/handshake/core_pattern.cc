@@ -32,31 +32,6 @@ KernelFacts& facts_storage() {
 void set_default_kernel_facts(KernelFacts facts) { facts_storage() = std::move(facts); }
 const KernelFacts& default_kernel_facts() { return facts_storage(); }
 
-std::optional<std::string> socket_mode_unsupported(const KernelFacts& facts) {
-  std::string release = facts.release;
-  if (release.empty()) {
-    utsname u{};
-    ::uname(&u);
-    release = u.release;
-  }
-  int major = 0, minor = 0;
-  if (std::sscanf(release.c_str(), "%d.%d", &major, &minor) != 2)
-    return "cannot read a version from kernel release \"" + release + "\"";
-  if (major < 6 || (major == 6 && minor < 17))
-    return "kernel " + release + " lacks the core_pattern \"@@\" socket protocol (needs Linux 6.17 or later)";
-  std::ifstream modes_file(facts.core_modes_path);
-  if (!modes_file) return std::nullopt;  // no list to consult (not every kernel has one): the release decides
-  std::string modes, word;
-  bool socket = false;
-  while (modes_file >> word) {
-    socket = socket || word == "socket";
-    modes += (modes.empty() ? "" : " ") + word;
-  }
-  if (!socket)
-    return "kernel " + release + " has no socket core_pattern mode (" + facts.core_modes_path + ": \"" + modes + "\")";
-  return std::nullopt;
-}
-
 std::optional<std::string> socket_path_problem(const std::string& path) {
   if (path.empty() || path.front() != '/') return "the kernel needs an absolute path after \"@@\"";
   if (path.size() > kMaxSocketPathBytes)

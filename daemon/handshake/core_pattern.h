@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "util/kernel_support.h"
+
 namespace coredumpd {
 
 /// Longest socket path the kernel connects to: sockaddr_un's sun_path is 108 bytes with its NUL.
@@ -31,25 +33,13 @@ std::string read_core_pattern();
 /// mount namespace).
 void write_core_pattern(const std::string& pattern);
 
-/// Where the support check looks: the kernel's list of core_pattern modes and its release. The
-/// defaults describe the running kernel; tests point them at files and strings (a simulated kernel,
-/// `coredumpd --enable-test-hooks --test-core-modes FILE --test-kernel-release REL`).
-struct KernelFacts {
-  std::string core_modes_path = "/proc/sys/kernel/core_modes";
-  std::string release;  ///< uname -r; empty: the running kernel's
-};
-
 /// Used by every support check in this process that is not given facts of its own. main() sets it
 /// from the test hooks only; never changed after start-up.
 void set_default_kernel_facts(KernelFacts facts);
 const KernelFacts& default_kernel_facts();
 
-/// Why this kernel cannot take core_pattern "@@<socket>", or std::nullopt if it can. The "@@"
-/// request/ack protocol came with Linux 6.17 (6.16 had only "@", docs/PROTOCOL.md §9), so the release
-/// must be 6.17 or later; where `core_modes_path` exists (a list of words such as "file pipe
-/// socket") it must also list "socket". Writing "@@..." to an older kernel would either be refused
-/// (EINVAL) or, worse, leave every dump with nowhere to go. Never throws.
-std::optional<std::string> socket_mode_unsupported(const KernelFacts& facts = default_kernel_facts());
+/// socket_mode_unsupported(facts) (util/kernel_support.h) with the process's default facts.
+inline std::optional<std::string> socket_mode_unsupported() { return socket_mode_unsupported(default_kernel_facts()); }
 
 /// Where `coredumpd --pattern=install` keeps the pattern it replaced (root-only /run/coredumpd,
 /// which the socket unit creates and which outlives the socket; gone at reboot, like the pattern).
