@@ -4,7 +4,7 @@
 #   2. a build against Debian's newest linux-libc-dev (6.17+ <linux/coredump.h>), unpacked privately,
 #      and its unit tests (scripts/newer-headers.sh; needs the Debian archive);
 #   3. the threaded tests under ThreadSanitizer (scripts/tsan.sh);
-#   4. every libFuzzer target for FUZZ_SECONDS (default 60) each, after its regressions (scripts/fuzz.sh);
+#   4. every libFuzzer target for FUZZ_SECONDS (default 20) each, after its regressions (scripts/fuzz.sh);
 #   5. scripts/quickstart.sh as a newcomer runs it, and its verdict (scripts/check-quickstart.sh).
 # Real-kernel tests need root and Linux 6.17+ (they skip otherwise, saying why; with
 # COREDUMPD_REQUIRE_REAL_KERNEL=1, as .ci/run sets, they fail instead) and serialise themselves
@@ -17,9 +17,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each stage's wall time goes into its verdict: CI's limit is 90 minutes for all of them.
+stage_start=$SECONDS
+# lap NAME: sets $took and says it at once, so a run cut off by the limit still shows where time went.
+lap() {
+  took=$(printf '%d min %02d s' $(((SECONDS - stage_start) / 60)) $(((SECONDS - stage_start) % 60)))
+  stage_start=$SECONDS
+  echo "=== test.sh: $1 took $took ($((SECONDS / 60)) min in all so far)"
+}
+
 scripts/install-deps.sh
 cmake --preset asan
 cmake --build --preset asan
+lap "asan build"
 # UBSan aborts on the first error already (-fno-sanitize-recover); a stack makes it actionable.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
@@ -28,29 +38,34 @@ rc=0
 ctest --preset asan -j2 --timeout 900 "$@" 2>&1 | tee "$log" || rc=$?  # pipefail: ctest's status
 
 skips=(scripts/ctest_skips.py "$log" build/asan/Testing/Temporary/LastTest.log)
-verdicts=("ctest (asan): $( ((rc == 0)) && echo passed || echo "FAILED (exit $rc)"), $("${skips[@]}" --counts)")
+lap "asan ctest"
+verdicts=("ctest (asan): $( ((rc == 0)) && echo passed || echo "FAILED (exit $rc)"), $("${skips[@]}" --counts); $took")
 if (($# == 0)) && [[ ${SKIP_NEWER_HEADERS:-0} != 1 ]]; then
   nrc=0
   scripts/newer-headers.sh || nrc=$?
-  verdicts+=("newer kernel headers: $( ((nrc == 0)) && echo passed || echo FAILED)")
+  lap "newer kernel headers"
+  verdicts+=("newer kernel headers: $( ((nrc == 0)) && echo passed || echo FAILED); $took")
   ((nrc == 0)) || rc=1
 fi
 if (($# == 0)) && [[ ${SKIP_TSAN:-0} != 1 ]]; then
   trc=0
   TSAN_SKIP_DEPS=1 scripts/tsan.sh || trc=$?
-  verdicts+=("tsan: $( ((trc == 0)) && echo passed || echo FAILED)")
+  lap tsan
+  verdicts+=("tsan: $( ((trc == 0)) && echo passed || echo FAILED); $took")
   ((trc == 0)) || rc=1
 fi
 if (($# == 0)) && [[ ${SKIP_FUZZ:-0} != 1 ]]; then
   frc=0
-  FUZZ_SKIP_DEPS=1 scripts/fuzz.sh "${FUZZ_SECONDS:-60}" || frc=$?
-  verdicts+=("fuzz: $( ((frc == 0)) && echo passed || echo FAILED)")
+  FUZZ_SKIP_DEPS=1 scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || frc=$?
+  lap fuzz
+  verdicts+=("fuzz: $( ((frc == 0)) && echo passed || echo FAILED); $took")
   ((frc == 0)) || rc=1
 fi
 if (($# == 0)) && [[ ${SKIP_QUICKSTART:-0} != 1 ]]; then
   qrc=0
   scripts/check-quickstart.sh || qrc=$?
-  verdicts+=("quickstart: $( ((qrc == 0)) && echo passed || echo FAILED)")
+  lap quickstart
+  verdicts+=("quickstart: $( ((qrc == 0)) && echo passed || echo FAILED); $took")
   ((qrc == 0)) || rc=1
 fi
 
@@ -59,5 +74,6 @@ echo
 sed -n '/tests passed\|tests failed/,$p' "$log"
 "${skips[@]}"
 printf 'test.sh: %s\n' "${verdicts[@]}"
+echo "test.sh: $((SECONDS / 60)) min $((SECONDS % 60)) s in all"
 if ((rc != 0)); then echo "test.sh: FAILED"; else echo "test.sh: all stages passed"; fi
 exit "$rc"
