@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -12,6 +13,16 @@
 #include "util/text.h"
 
 namespace coredumpd::cli {
+
+void DumpSource::scan(const RecordQuery& q, const std::function<bool(DumpRecord&&)>& each) {
+  std::vector<DumpRecord> records = list();
+  std::erase_if(records, [&](const DumpRecord& r) { return !record_matches(q, r); });
+  if (q.limit && records.size() > *q.limit)
+    records.erase(records.begin(), records.end() - static_cast<std::ptrdiff_t>(*q.limit));  // the newest
+  if (q.newest_first) std::reverse(records.begin(), records.end());
+  for (auto& r : records)
+    if (!each(std::move(r))) return;
+}
 
 namespace {
 

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "cli/dumpctl.h"
 #include "store/dump_record.h"
 #include "store/index.h"
+#include "store/record_query.h"
 
 namespace coredumpd::cli {
 
@@ -37,6 +39,10 @@ class DumpSource {
   /// Every dump the reader may see, oldest first, without analysis (a report may be 1 MiB).
   /// Throws IndexError / DumpctlError.
   virtual std::vector<DumpRecord> list() = 0;
+  /// Calls `each` with every record `q` selects (record_matches(), its limit and order), until
+  /// `each` returns false. The default filters list() in memory; the store's index and the
+  /// service answer it without holding every record (store/record_query.h). Throws like list().
+  virtual void scan(const RecordQuery& q, const std::function<bool(DumpRecord&&)>& each);
   /// The dump with full id `id`, analysis included; std::nullopt if it is gone (or not the reader's).
   virtual std::optional<DumpRecord> get(const std::string& id) = 0;
   /// The COREFILE column for `r` (the service's client cannot stat the store: it trusts the record).
