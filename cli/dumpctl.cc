@@ -48,9 +48,8 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
   CLI::App* list = app.add_subcommand("list", "List coredumps, oldest first (the default command)");
   list->add_flag("--json", list_opts.json, "Print a JSON array of records");
   list->add_flag("-r,--reverse", list_opts.reverse, "Newest first");
-  list->add_option("-S,--since", list_opts.since,
-                   "Only dumps at or after TIME (YYYY-MM-DD [HH:MM[:SS]], @SECONDS, today, ...)");
-  list->add_option("-U,--until", list_opts.until, "Only dumps at or before TIME");
+  list->add_option("-S,--since", list_opts.since, std::string("Only dumps at or after TIME; ") + kTimeSpecHelp);
+  list->add_option("-U,--until", list_opts.until, "Only dumps at or before TIME (as --since)");
   list->add_option("--container", list_opts.container,
                    "Only dumps of this container: key (docker:<id>, nspawn:NAME, host), name, or id prefix (>= 12 chars)");
   list->add_option("--signature", list_opts.signature,

@@ -135,67 +135,10 @@ std::string format_size(std::uint64_t bytes) {
   return buf;
 }
 
-std::int64_t parse_time_option(const std::string& spec, const char* option) {
-  const auto t = parse_time_spec(spec);
-  if (!t) {
-    throw DumpctlError(std::string("invalid ") + option + " time '" + escape_for_display(spec) +
-                       "' (want YYYY-MM-DD [HH:MM[:SS]], @SECONDS, now, today or yesterday)");
-  }
-  return *t;
-}
-
 std::string lower_hex(std::string s) {
   for (char& c : s)
     if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
   return s;
-}
-
-std::optional<std::int64_t> parse_time_spec(const std::string& spec) {
-  constexpr std::int64_t kMicros = 1000000;
-  if (spec == "now") {
-    struct timespec ts {};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * kMicros + ts.tv_nsec / 1000;
-  }
-  if (!spec.empty() && spec[0] == '@') {
-    std::size_t used = 0;
-    try {
-      const long long secs = std::stoll(spec.substr(1), &used, 10);
-      if (used != spec.size() - 1 || secs > INT64_MAX / kMicros || secs < INT64_MIN / kMicros) {
-        return std::nullopt;
-      }
-      return static_cast<std::int64_t>(secs) * kMicros;
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
-  }
-  struct tm tm {};
-  tm.tm_isdst = -1;
-  if (spec == "today" || spec == "yesterday") {
-    const time_t now = time(nullptr);
-    if (localtime_r(&now, &tm) == nullptr) return std::nullopt;
-    tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
-    if (spec == "yesterday") --tm.tm_mday;  // mktime normalises
-    tm.tm_isdst = -1;
-  } else {
-    static constexpr std::array<const char*, 5> kFormats{
-        "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
-    bool parsed = false;
-    for (const char* fmt : kFormats) {
-      tm = {};
-      tm.tm_isdst = -1;
-      const char* end = strptime(spec.c_str(), fmt, &tm);
-      if (end != nullptr && *end == '\0') {
-        parsed = true;
-        break;
-      }
-    }
-    if (!parsed) return std::nullopt;
-    tm.tm_isdst = -1;
-  }
-  const time_t t = mktime(&tm);
-  if (t == static_cast<time_t>(-1)) return std::nullopt;
-  return static_cast<std::int64_t>(t) * kMicros;
 }
 
 std::string describe_coredump_mask(std::uint32_t mask) {

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/time_spec.h"  // parse_time_spec(), parse_time_option() moved there; callers include this
+
 namespace coredumpd::cli {
 
 /// Quotes one argument so that a POSIX shell word-splits it back to exactly these bytes, and so
@@ -28,15 +30,6 @@ std::string format_timestamp(std::int64_t timestamp_us, bool with_micros);
 
 /// Formats a byte count for humans with binary prefixes: "512B", "1.5K", "12.0M", "3.0G".
 std::string format_size(std::uint64_t bytes);
-
-/// Parses a --since/--until value into UTC microseconds since the epoch. Accepts "now", "today",
-/// "yesterday" (local midnight), "@SECONDS" (Unix time), "YYYY-MM-DD", "YYYY-MM-DD HH:MM" and
-/// "YYYY-MM-DD HH:MM:SS" (a 'T' may replace the space) in local time. std::nullopt if malformed.
-std::optional<std::int64_t> parse_time_spec(const std::string& spec);
-
-/// parse_time_spec() of an option's value; throws DumpctlError naming `option` ("--since") and the
-/// accepted forms when it is malformed.
-std::int64_t parse_time_option(const std::string& spec, const char* option);
 
 /// `s` with the ASCII letters A-F lowered (hex ids and hashes are matched in lower case).
 std::string lower_hex(std::string s);
