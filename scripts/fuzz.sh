@@ -9,7 +9,7 @@
 # and exits non-zero if any target crashed, leaked, timed out or failed a regression; the crash
 # input and the full log then stay in the printed work directory.
 #
-# Environment: FUZZ_BUILD_DIR (default build/fuzz), FUZZ_JOBS (build parallelism),
+# Environment: COREDUMPD_BUILD_ONLY=1 (build, run nothing), FUZZ_BUILD_DIR (default build/fuzz), FUZZ_JOBS (build parallelism),
 #              FUZZ_SKIP_DEPS=1 (do not run scripts/install-deps.sh), FUZZ_KEEP=1 (keep the work dir).
 set -euo pipefail
 
@@ -29,6 +29,7 @@ fi
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCOREDUMPD_FUZZ=ON -DCOREDUMPD_TESTS=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" --target "${targets[@]}" ${FUZZ_JOBS:+-j "$FUZZ_JOBS"}
+[[ ${COREDUMPD_BUILD_ONLY:-0} != 1 ]] || exit 0  # scripts/test.sh builds this beside the ASan tests
 
 # ---- run ----
 work=$(mktemp -d "${TMPDIR:-/tmp}/coredumpd-fuzz.XXXXXX")

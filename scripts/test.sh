@@ -30,6 +30,21 @@ scripts/install-deps.sh
 cmake --preset asan
 cmake --build --preset asan
 lap "asan build"
+
+# The later stages' builds run beside the ASan tests at the lowest priority: those tests spend much
+# of their time waiting (crashes, the daemon, sleeps, the core_pattern lock), and the CPUs would
+# idle. Each stage still runs its own build afterwards (a no-op then), so a build failure is
+# reported by its stage; the background's log is build/later-stages.log.
+prebuild=""
+if (($# == 0)); then
+  (
+    export COREDUMPD_BUILD_ONLY=1 TSAN_SKIP_DEPS=1 FUZZ_SKIP_DEPS=1
+    [[ ${SKIP_NEWER_HEADERS:-0} == 1 ]] || nice -n 19 scripts/newer-headers.sh || true
+    [[ ${SKIP_TSAN:-0} == 1 ]] || nice -n 19 scripts/tsan.sh || true
+    [[ ${SKIP_FUZZ:-0} == 1 ]] || nice -n 19 scripts/fuzz.sh || true
+  ) >build/later-stages.log 2>&1 &
+  prebuild=$!
+fi
 # UBSan aborts on the first error already (-fno-sanitize-recover); a stack makes it actionable.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
@@ -37,8 +52,10 @@ log=build/asan/ctest.log
 rc=0
 ctest --preset asan -j2 --timeout 900 "$@" 2>&1 | tee "$log" || rc=$?  # pipefail: ctest's status
 
+# No stage may build a tree the background job is still building.
+[[ -z $prebuild ]] || wait "$prebuild" || true
 skips=(scripts/ctest_skips.py "$log" build/asan/Testing/Temporary/LastTest.log)
-lap "asan ctest"
+lap "asan ctest (the later stages built beside it)"
 verdicts=("ctest (asan): $( ((rc == 0)) && echo passed || echo "FAILED (exit $rc)"), $("${skips[@]}" --counts); $took")
 if (($# == 0)) && [[ ${SKIP_NEWER_HEADERS:-0} != 1 ]]; then
   nrc=0

@@ -15,7 +15,8 @@
 # even when the test itself passes. Exits non-zero if a test fails or any TSan report was written;
 # the reports are printed and kept in the work directory.
 #
-# Environment: TSAN_SKIP_DEPS=1 (do not run scripts/install-deps.sh), TSAN_JOBS (build parallelism).
+# Environment: TSAN_SKIP_DEPS=1 (do not run scripts/install-deps.sh), TSAN_JOBS (build parallelism),
+# COREDUMPD_BUILD_ONLY=1 (build, run nothing).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,6 +29,7 @@ fi
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan --target fake_kernel_test fake_kernel_daemon_test reload_test forward_test storm_test spool_test arena_pool_test core_writer_test \
   index_test dump_budget_test journal_queue_test ${TSAN_JOBS:+-j "$TSAN_JOBS"}
+[[ ${COREDUMPD_BUILD_ONLY:-0} != 1 ]] || exit 0  # scripts/test.sh builds this beside the ASan tests
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/coredumpd-tsan.XXXXXX")
 # second_deadlock_stack: both stacks of a lock-order inversion; halt_on_error=0: keep going, report all.
