@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# Builds build/deb/package/coredumpd_<version>_<arch>.deb and checks its contents.
+# Builds build/release/package/coredumpd_<version>_<arch>.deb and checks its contents. The tree is
+# the release preset's, shared with scripts/quickstart.sh (CI builds it once), and locked while
+# this builds in it (flock on build/release.lock), since CI builds it beside the tests.
 # Usage: packaging/build-deb.sh. Needs the build deps (scripts/install-deps.sh) and dpkg-dev (for
 # dpkg-shlibdeps; part of build-essential). Does not install the package.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-build=$src/build/deb
+build=$src/build/release
+exec 9>"$build.lock"
+flock 9
 
-# Prefix /usr at configure time: the units' ExecStart=/--config paths are generated from it.
-# No -Werror: a package build must not break on a newer compiler's new warnings (CI has -Werror).
-cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOREDUMPD_WERROR=OFF \
-  -DCMAKE_INSTALL_PREFIX=/usr -DCOREDUMPD_TESTS=OFF >/dev/null
+# The release preset has the prefix /usr: the units' ExecStart=/--config paths are generated from it.
+# -Werror only where asked (COREDUMPD_WERROR=ON, as scripts/test.sh sets): a package build must not
+# break on a newer compiler's new warnings.
+(cd "$src" && cmake --preset release -DCOREDUMPD_WERROR="${COREDUMPD_WERROR:-OFF}" >/dev/null)
 # Everything the package installs (cpack fails on a missing install() target).
 ninja -C "$build" coredumpd dumpctl coredumpd-analyze
+[[ ${COREDUMPD_BUILD_ONLY:-0} != 1 ]] || exit 0  # scripts/test.sh builds the tree beside the tests
 grep -q 'CPACK_GENERATOR "DEB"' "$build/CPackConfig.cmake" 2>/dev/null ||
   { echo "build-deb: no CPack DEB config; add include(packaging/CPackConfig.cmake) to CMakeLists.txt" >&2; exit 1; }
 rm -rf "$build/package"

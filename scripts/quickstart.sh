@@ -25,8 +25,9 @@ say "Installing build dependencies"
 scripts/install-deps.sh
 
 say "Building the release preset"
-# -Werror is for CI (scripts/test.sh); a newer compiler's new warning must not stop a first build.
-cmake --preset release -DCOREDUMPD_WERROR=OFF >/dev/null
+# -Werror only where asked (scripts/test.sh sets COREDUMPD_WERROR=ON): a newer compiler's new
+# warning must not stop a newcomer's first build.
+cmake --preset release -DCOREDUMPD_WERROR="${COREDUMPD_WERROR:-OFF}" >/dev/null
 cmake --build --preset release --target coredumpd dumpctl crasher
 
 # A daemon already serving the default socket (e.g. coredumpd.socket) must not be displaced:

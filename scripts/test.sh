@@ -26,6 +26,9 @@ lap() {
   echo "=== test.sh: $1 took $took ($((SECONDS / 60)) min in all so far)"
 }
 
+# The release tree (the package, the quickstart) is built with -Werror here too.
+export COREDUMPD_WERROR=ON
+
 scripts/install-deps.sh
 cmake --preset asan
 cmake --build --preset asan
@@ -39,6 +42,8 @@ prebuild=""
 if (($# == 0)); then
   (
     export COREDUMPD_BUILD_ONLY=1 TSAN_SKIP_DEPS=1 FUZZ_SKIP_DEPS=1
+    # First the release tree: tests/e2e/nspawn_package_test packages it (and waits for its lock).
+    nice -n 19 packaging/build-deb.sh || true
     [[ ${SKIP_NEWER_HEADERS:-0} == 1 ]] || nice -n 19 scripts/newer-headers.sh || true
     [[ ${SKIP_TSAN:-0} == 1 ]] || nice -n 19 scripts/tsan.sh || true
     [[ ${SKIP_FUZZ:-0} == 1 ]] || nice -n 19 scripts/fuzz.sh || true

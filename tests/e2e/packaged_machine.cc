@@ -119,7 +119,7 @@ std::optional<MachineProblem> PackagedMachine::build_deb() {
   if (st.exit_code() != 0)
     return MachineProblem{false, "packaging/build-deb.sh failed (" + std::string(st.exited ? "exit " + std::to_string(st.exit_code()) : "timed out") +
                                      "):\n" + tail_lines(read_file(log).value_or(""), 30)};
-  for (const auto& e : fs::directory_iterator(std::string(SOURCE_DIR) + "/build/deb/package"))
+  for (const auto& e : fs::directory_iterator(std::string(SOURCE_DIR) + "/build/release/package"))
     if (e.path().extension() == ".deb") deb_ = e.path();
   if (deb_.empty()) return MachineProblem{false, "packaging/build-deb.sh made no .deb"};
   return std::nullopt;
