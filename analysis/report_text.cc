@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <exception>
 #include <string_view>
 
 #include "store/dump_record.h"
@@ -106,6 +107,31 @@ std::string stack_trace_text(const CrashReport& report) {
          (report.text_truncated ? " (the report was cut to fit its size limit)" : ""));
   }
   return out;
+}
+
+std::optional<CrashReport> stored_report(const DumpRecord& r) {
+  if (r.analysis.is_null()) return std::nullopt;
+  try {
+    return report_from_json(r.analysis);
+  } catch (const std::exception& e) {  // the index holds what an analyzer of hostile input wrote
+    return unavailable(std::string("the stored report is not valid: ") + e.what());
+  }
+}
+
+std::string crash_message(const DumpRecord& r, const std::optional<CrashReport>& report, bool core_stored,
+                          bool with_trace) {
+  std::string m = "Process " + std::to_string(r.pid) + " (" + escape_for_display(r.comm) + ") of user " +
+                  std::to_string(r.uid) +
+                  (core_stored ? " dumped core." : " terminated abnormally without generating a coredump.");
+  if (!core_stored) {
+    m += "\n\ncoredumpd: " + std::string(state_name(r.state));
+    if (!r.reason.empty()) m += ": " + escape_for_display(r.reason);
+    return m;
+  }
+  if (!with_trace || !report) return m;
+  if (report->state != "ok") return m + "\n\nStack trace: unavailable (" + escape_for_display(report->reason) + ")";
+  const std::string trace = stack_trace_text(*report);
+  return trace.empty() ? m : m + "\n\n" + trace;
 }
 
 }  // namespace coredumpd::analysis

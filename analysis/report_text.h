@@ -3,11 +3,13 @@
 // info`/`dumpctl analyze` (cli/stack_trace.h) and the daemon's journal entries (daemon/journal/).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "analysis/crash_report.h"
+#include "store/dump_record.h"
 
 namespace coredumpd::analysis {
 
@@ -32,5 +34,19 @@ std::string package_string(const nlohmann::json& package, const char* key);
 /// The module of `report` whose file is `exe` (a record's executable; a trailing " (deleted)" is
 /// ignored on both sides), or nullptr (no such module, or `exe` empty).
 const Module* executable_module(const CrashReport& report, const std::string& exe);
+
+/// The record's stored analysis (r.analysis, as Index::get() reads it) parsed: std::nullopt when
+/// it has none (not analysed yet), unavailable("the stored report is not valid: ...") when it does
+/// not validate (the index holds what an analyzer of hostile input wrote). Never throws.
+std::optional<CrashReport> stored_report(const DumpRecord& r);
+
+/// The crash's MESSAGE as systemd-coredump 252 writes it into its journal entry and coredumpctl
+/// shows it ("Message:"): "Process <pid> (<comm>) of user <uid> dumped core." when `core_stored`,
+/// then, if `with_trace` and `report` is set, a blank line and stack_trace_text() (or "Stack
+/// trace: unavailable (<why>)"); without a stored core "Process <pid> (<comm>) of user <uid>
+/// terminated abnormally without generating a coredump.", a blank line and
+/// "coredumpd: <state>[: <reason>]". comm and the reason are escaped for display.
+std::string crash_message(const DumpRecord& r, const std::optional<CrashReport>& report, bool core_stored,
+                          bool with_trace);
 
 }  // namespace coredumpd::analysis

@@ -95,9 +95,7 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
   if (o.json) {
     auto arr = nlohmann::json::array();
     for (const auto& r : records) {
-      auto j = to_json(r);
-      j["container"] = record_container(r);
-      j["short_id"] = short_ids->of(r.id);
+      auto j = list_entry_json(*source, r, short_ids->of(r.id));
       if (const auto it = pending.find(r.id); it != pending.end()) j["pending"] = it->second;
       arr.push_back(std::move(j));
     }

@@ -164,9 +164,9 @@ void provenance(const json& extra, std::vector<InfoField>& out) {
 
 }  // namespace
 
-void print_info_field(std::ostream& out, const std::string& label, const std::string& value) {
-  constexpr std::size_t kLabelWidth = 15;
-  std::string line(kLabelWidth > label.size() ? kLabelWidth - label.size() : 0, ' ');
+void print_info_field(std::ostream& out, const std::string& label, const std::string& value,
+                      std::size_t label_width) {
+  std::string line(label_width > label.size() ? label_width - label.size() : 0, ' ');
   line += label + ": ";
   std::size_t start = 0;
   for (;;) {
@@ -175,7 +175,7 @@ void print_info_field(std::ostream& out, const std::string& label, const std::st
     out << line << '\n';
     if (nl == std::string::npos) break;
     start = nl + 1;
-    line.assign(kLabelWidth + 2, ' ');
+    line.assign(label_width + 2, ' ');
   }
 }
 

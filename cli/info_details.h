@@ -18,9 +18,15 @@ struct InfoField {
   std::string value;
 };
 
-/// Prints "   Label: value" (the label right-aligned in 15 columns); further lines of `value`
-/// (split at '\n') are indented under the value. `value` must already be safe to print (escaped).
-void print_info_field(std::ostream& out, const std::string& label, const std::string& value);
+/// The label column of `dumpctl info`: coredumpctl 252's print_info() right-aligns its labels in
+/// 14 columns ("           PID: ", "       Message: ").
+inline constexpr std::size_t kInfoLabelWidth = 14;
+
+/// Prints "   Label: value" (the label right-aligned in `label_width` columns, then ": "); further
+/// lines of `value` (split at '\n') are indented under the value, as coredumpctl indents its
+/// Message. `value` must already be safe to print (escaped).
+void print_info_field(std::ostream& out, const std::string& label, const std::string& value,
+                      std::size_t label_width = 15);
 
 /// The fields describing `extra` (the JSON object the daemon stores with each dump; see
 /// store/record_extras.h for its keys), in display order (the container and

@@ -5,44 +5,46 @@
 
 namespace coredumpd::cli {
 
-using analysis::CrashReport;
 using analysis::package_string;
-using analysis::stack_trace_text;
 
-std::vector<InfoField> analysis_fields(const DumpRecord& r, bool has_core) {
-  std::vector<InfoField> fields;
-  if (r.analysis.is_null() && !has_core) return fields;  // nothing was, or could be, analysed
-  if (!r.signature.empty()) {
-    fields.push_back({"Signature", escape_for_display(r.signature) + " (" + escape_for_display(r.signature_text) + ")"});
-  }
-  std::string message = "Process " + std::to_string(r.pid) + " (" + escape_for_display(r.comm) + ") of user " +
-                         std::to_string(r.uid) + " dumped core.\n\n";
-  if (r.analysis.is_null()) {
-    fields.push_back({"Message", message + "Stack trace: not analysed yet"});
-    return fields;
-  }
-  CrashReport report;
-  try {
-    report = analysis::report_from_json(r.analysis);
-  } catch (const std::exception& e) {  // the index holds what an analyzer of hostile input wrote
-    report = analysis::unavailable(std::string("the stored report is not valid: ") + e.what());
-  }
-  if (report.state != "ok") {
-    fields.push_back({"Message", message + "Stack trace: unavailable (" + escape_for_display(report.reason) + ")"});
-  } else {
-    if (const auto* exe = analysis::executable_module(report, r.exe)) {
-      if (!exe->build_id.empty()) fields.push_back({"Build ID", escape_for_display(exe->build_id)});
+AnalysisText analysis_text(const DumpRecord& r, bool has_core) {
+  AnalysisText out;
+  if (!r.signature.empty())
+    out.ours.push_back({"Signature", escape_for_display(r.signature) + " (" + escape_for_display(r.signature_text) + ")"});
+  const std::optional<analysis::CrashReport> report = analysis::stored_report(r);
+  if (report && report->state == "ok") {
+    // coredumpctl 252: "Package: name/version" from COREDUMP_PACKAGE_NAME/_VERSION, then the
+    // executable's "build-id" from COREDUMP_PACKAGE_JSON.
+    if (const auto* exe = analysis::executable_module(*report, r.exe)) {
       const std::string name = package_string(exe->package, "name");
       const std::string version = package_string(exe->package, "version");
       if (!name.empty() && !version.empty())
-        fields.push_back({"Package", escape_for_display(name) + "/" + escape_for_display(version)});
+        out.coredumpctl.push_back({"Package", escape_for_display(name) + "/" + escape_for_display(version)});
+      if (!exe->build_id.empty()) out.coredumpctl.push_back({"build-id", escape_for_display(exe->build_id)});
     }
-    fields.push_back({"Message", message + stack_trace_text(report)});
   }
-  std::string notes;
-  for (const auto& w : report.warnings) notes += (notes.empty() ? "" : "\n") + escape_for_display(w);
-  if (report.debuginfod_used) notes += std::string(notes.empty() ? "" : "\n") + "debuginfod was asked for missing files";
-  if (!notes.empty()) fields.push_back({"Analysis", notes});
+  // As the journal entry says it: a core counts as stored by the record (it may be gone since).
+  const bool stored = !r.path.empty() && (r.state == DumpState::Complete || r.state == DumpState::Truncated);
+  out.coredumpctl.push_back({"Message", analysis::crash_message(r, report, stored, /*with_trace=*/true)});
+  if (!report && has_core) out.ours.push_back({"Analysis", "not analysed yet"});
+  if (report) {
+    std::string notes;
+    for (const auto& w : report->warnings) notes += (notes.empty() ? "" : "\n") + escape_for_display(w);
+    if (report->debuginfod_used) notes += std::string(notes.empty() ? "" : "\n") + "debuginfod was asked for missing files";
+    if (!notes.empty()) out.ours.push_back({"Analysis", notes});
+  }
+  return out;
+}
+
+std::vector<InfoField> analysis_fields(const DumpRecord& r, bool has_core) {
+  if (r.analysis.is_null() && !has_core) return {};  // nothing was, or could be, analysed
+  AnalysisText t = analysis_text(r, has_core);
+  std::vector<InfoField> fields;
+  for (auto& f : t.ours)
+    if (f.label == "Signature") fields.push_back(std::move(f));
+  for (auto& f : t.coredumpctl) fields.push_back(std::move(f));
+  for (auto& f : t.ours)
+    if (f.label == "Analysis") fields.push_back(std::move(f));
   return fields;
 }
 

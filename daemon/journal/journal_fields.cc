@@ -127,32 +127,6 @@ std::string open_fds(const json& fds) {
   return out;
 }
 
-/// The record's analysis, when there is one; a report that does not validate is "unavailable".
-std::optional<analysis::CrashReport> report_of(const DumpRecord& r) {
-  if (r.analysis.is_null()) return std::nullopt;
-  try {
-    return analysis::report_from_json(r.analysis);
-  } catch (const std::exception& e) {  // the index holds what an analyzer of hostile input wrote
-    return analysis::unavailable(std::string("the stored report is not valid: ") + e.what());
-  }
-}
-
-std::string message(const DumpRecord& r, const std::optional<analysis::CrashReport>& report, bool stored,
-                     const EntryOptions& o) {
-  std::string m = "Process " + std::to_string(r.pid) + " (" + escape_for_display(r.comm) + ") of user " +
-                  std::to_string(r.uid) +
-                  (stored ? " dumped core." : " terminated abnormally without generating a coredump.");
-  if (!stored) {
-    m += "\n\ncoredumpd: " + std::string(state_name(r.state));
-    if (!r.reason.empty()) m += ": " + escape_for_display(r.reason);
-    return m;
-  }
-  if (!o.stack_trace || !report) return m;
-  if (report->state != "ok") return m + "\n\nStack trace: unavailable (" + escape_for_display(report->reason) + ")";
-  const std::string trace = analysis::stack_trace_text(*report);
-  return trace.empty() ? m : m + "\n\n" + trace;
-}
-
 }  // namespace
 
 bool entry_wanted(DumpState s) {
@@ -173,11 +147,11 @@ bool entry_wanted(DumpState s) {
 
 std::vector<std::string> journal_fields(const DumpRecord& r, const EntryOptions& o) {
   const bool stored = !r.path.empty() && (r.state == DumpState::Complete || r.state == DumpState::Truncated);
-  const auto report = report_of(r);
+  const auto report = analysis::stored_report(r);
   const json& container = object_at(r.extra, extras::kContainer);
   const json& proc = object_at(r.extra, extras::kProc);
   Builder b;
-  b.add("MESSAGE", message(r, report, stored, o), kMaxLongField);
+  b.add("MESSAGE", analysis::crash_message(r, report, stored, o.stack_trace), kMaxLongField);
   b.add("MESSAGE_ID", std::string(kCoredumpMessageId));
   b.add("PRIORITY", 2);  // LOG_CRIT, as systemd-coredump
   // Always written, unknown or not: systemd 252's `coredumpctl list` aborts (an assertion in

@@ -97,15 +97,17 @@ class AnalysisStoreTest : public ::testing::Test {
   }
   /// The lines of info's "Message" field, without the label or the value indentation.
   static std::vector<std::string> message_lines(const std::string& info) {
+    // `info` aligns its labels in 14 columns as coredumpctl (value at column 16), `analyze` in 15.
     std::vector<std::string> got;
-    bool in = false;
+    std::size_t indent = 0;
     for (const auto& l : lines(info)) {
-      if (l.rfind("        Message: ", 0) == 0) {
-        in = true;
-        got.push_back(l.substr(17));
-      } else if (in && l.rfind(std::string(17, ' '), 0) == 0) {
-        got.push_back(l.substr(17));
-      } else if (in) {
+      const std::size_t at = l.find("Message: ");
+      if (indent == 0 && at != std::string::npos && l.find_first_not_of(' ') == at) {
+        indent = at + 9;
+        got.push_back(l.substr(indent));
+      } else if (indent != 0 && l.rfind(std::string(indent, ' '), 0) == 0) {
+        got.push_back(l.substr(indent));
+      } else if (indent != 0) {
         break;
       }
     }
