@@ -13,7 +13,8 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "coredump server for the Linux core_patter
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "coredumpd receives core dumps over kernel.core_pattern=@@SOCKET (Linux 6.17+),
 records metadata from /proc while the task is frozen, and stores zstd-compressed cores with
 an index. dumpctl lists, shows, extracts and debugs them.")
-set(CPACK_PACKAGE_CONTACT "coredumpd maintainers <root@localhost>")
+# The project's own address (the one its commits carry); Debian's Maintainer: field.
+set(CPACK_PACKAGE_CONTACT "coredumpd maintainers <maintainers@users.noreply.a-seed-29e6dac2.example>")
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # coredumpd_<version>_<arch>.deb
 set(CPACK_STRIP_FILES TRUE)  # RelWithDebInfo binaries are ~10x larger with their debug info
@@ -34,4 +35,14 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${CMAKE_CURRENT_LIST_DIR}/conffiles ${CMAKE_CURRENT_LIST_DIR}/postinst
     ${CMAKE_CURRENT_LIST_DIR}/prerm ${CMAKE_CURRENT_LIST_DIR}/postrm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION TRUE)  # scripts 0755, conffiles 0644
+# The Debian changelog (packaging/changelog, its first entry's version = PROJECT_VERSION: build-deb.sh
+# checks). A native package (no Debian revision in the version) carries it as changelog.gz, which
+# lintian requires; gzip -9n as dh_compress does (no name or time stamp: reproducible).
+find_program(GZIP gzip REQUIRED)
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/packaging/changelog.gz
+                   COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/packaging
+                   COMMAND ${GZIP} -9nc ${CMAKE_CURRENT_LIST_DIR}/changelog > ${CMAKE_BINARY_DIR}/packaging/changelog.gz
+                   DEPENDS ${CMAKE_CURRENT_LIST_DIR}/changelog VERBATIM)
+add_custom_target(package-changelog ALL DEPENDS ${CMAKE_BINARY_DIR}/packaging/changelog.gz)
+install(FILES ${CMAKE_BINARY_DIR}/packaging/changelog.gz DESTINATION ${CMAKE_INSTALL_DOCDIR})
 include(CPack)

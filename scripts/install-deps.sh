@@ -15,6 +15,9 @@ packages=(
   gdb python3 util-linux procps file e2fsprogs mount
   strace  # tests/unit/sqlite_vfs_test.cc: opening the index reads no /dev/urandom
   systemd-container debootstrap  # the systemd-nspawn forwarding test (tests/e2e/nspawn_forward_test.cc)
+  scdoc  # the man pages' sources (docs/man/*.scd) to roff
+  man-db groff-base zsh  # tests/docs: the pages rendered by man -l, the zsh completion
+  lintian  # packaging/build-deb.sh checks the package
 )
 
 missing=()

@@ -210,4 +210,9 @@ std::vector<KeyDoc> config_key_docs();
 /// docs/configuration.md: config_key_docs() as markdown tables.
 std::string config_keys_markdown();
 
+/// The KEYS section's body of coredumpd.json(5) (docs/man/coredumpd.json.5.scd): config_key_docs()
+/// in scdoc syntax, one "## section" per table and one indented paragraph per key, starting with
+/// scdoc comment lines saying it is generated.
+std::string config_keys_scdoc();
+
 }  // namespace coredumpd

@@ -28,6 +28,19 @@ out=$(systemd-analyze verify --man=no --root="$root" "${units[@]}" 2>&1) || fail
 [[ -z $out ]] || fail "verify printed warnings: $out"
 ok "systemd-analyze verify ${units[*]}"
 
+# --man=no above: verify would ask the host's man(1), which knows nothing of the scratch root. Each
+# unit's Documentation= man:PAGE(S) must be a page the install put there instead.
+for u in "${units[@]}"; do
+  docs=$(sed -n 's/^Documentation=//p' "$(find "$root" -path "*/systemd/system/$u" -print -quit)")
+  [[ $docs == *man:* ]] || fail "$u has no Documentation=man:..."
+  for d in $docs; do
+    [[ $d =~ ^man:([^\(]+)\(([0-9])\)$ ]] || continue
+    [[ -n $(find "$root" -path "*/share/man/man${BASH_REMATCH[2]}/${BASH_REMATCH[1]}.${BASH_REMATCH[2]}.gz" -print -quit) ]] ||
+      fail "$u: Documentation=$d is not installed"
+  done
+done
+ok "every unit's Documentation= man pages are installed"
+
 svc=$unit_dir/coredumpd.service sock=$unit_dir/coredumpd.socket qsock=$unit_dir/coredumpd-query.socket
 key() { sed -n "s/^$2=//p" "$1" | tail -n 1; }
 # Every value of KEY (space-separated lists and repeated lines alike), one per line, sorted.

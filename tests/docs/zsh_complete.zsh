@@ -1,0 +1,19 @@
+# Completes one command line in an interactive zsh driven through a pseudo-terminal (zpty):
+#   zsh zsh_complete.zsh COMPLETION_DIR 'dumpctl vac'
+# prints what the terminal showed (the line after Tab, with zle's control sequences). compinit
+# loads _dumpctl from COMPLETION_DIR; nothing of the user's configuration is read (zsh -f).
+zmodload zsh/zpty || exit 2
+compdir=$1 input=$2
+zpty -b z "env -i HOME=${TMPDIR:-/tmp} TERM=dumb PATH=$PATH zsh -f -i" || exit 2
+zpty -w z "fpath=(${(q)compdir} \$fpath); autoload -Uz compinit; compinit -u -D; PS1='>'"
+# Keys are handled in order and completion is synchronous; zle does not redraw while keys wait, so
+# the completed line is printed instead: Ctrl-A puts "print -r -- COMPLETED:" before it.
+zpty -n -w z "$input"$'\t\C-aprint -r -- COMPLETED: \n'
+out= line=
+for i in {1..200}; do
+  zpty -r -t z line && out+=$line || sleep 0.05
+  [[ $out == *$'\n'COMPLETED:* ]] && break
+done
+zpty -d z
+# The line print wrote: "COMPLETED: dumpctl vacuum".
+print -r -- ${${(M)${(f)out}:#COMPLETED:*}%%$'\r'}
