@@ -10,9 +10,11 @@ set(CPACK_PACKAGE_NAME coredumpd)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "coredump server for the Linux core_pattern socket protocol")
 # The long description; CPack puts the summary above it.
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "coredumpd receives core dumps over kernel.core_pattern=@@SOCKET (Linux 6.17+),
-records metadata from /proc while the task is frozen, and stores zstd-compressed cores with
-an index. dumpctl lists, shows, extracts and debugs them.")
+# Lines under 80 columns (lintian: extended-description-line-too-long).
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "coredumpd receives core dumps over kernel.core_pattern=@@SOCKET
+(Linux 6.17+), records metadata from /proc while the task is frozen, and
+stores zstd-compressed cores with an index. dumpctl lists, shows, extracts
+and debugs them.")
 # The project's own address (the one its commits carry); Debian's Maintainer: field.
 set(CPACK_PACKAGE_CONTACT "coredumpd maintainers <maintainers@users.noreply.a-seed-29e6dac2.example>")
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
@@ -45,4 +47,7 @@ add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/packaging/changelog.gz
                    DEPENDS ${CMAKE_CURRENT_LIST_DIR}/changelog VERBATIM)
 add_custom_target(package-changelog ALL DEPENDS ${CMAKE_BINARY_DIR}/packaging/changelog.gz)
 install(FILES ${CMAKE_BINARY_DIR}/packaging/changelog.gz DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Each override says why (packaging/lintian-overrides); lintian reads them from here.
+install(FILES ${CMAKE_CURRENT_LIST_DIR}/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATADIR}/lintian/overrides
+        RENAME coredumpd)
 include(CPack)

@@ -21,6 +21,10 @@
 namespace coredumpd {
 namespace {
 
+using test::ExitStatus;
+using test::read_file;
+using test::run_capture;
+
 namespace fs = std::filesystem;
 
 std::string file_text(const char* path) {
@@ -71,9 +75,21 @@ std::string bash_complete(const std::vector<std::string>& words) {
 bool have_zsh() { return std::string(ZSH_PROGRAM).find("NOTFOUND") == std::string::npos; }
 
 // The line zsh shows after Tab on `line`, in an interactive zsh on a pseudo-terminal (zpty).
+// compinit's index of completion functions: one per test run (made by the first call), so that it
+// matches this tree's _dumpctl.
+const std::string& zcompdump() {
+  static const std::string path = [] {
+    const std::string p = ::testing::TempDir() + "/completion_test." + std::to_string(::getpid()) + ".zcompdump";
+    fs::remove(p);
+    return p;
+  }();
+  return path;
+}
+
 std::string zsh_complete(const std::string& line) {
   const auto [status, out] = run_capture(
-      {ZSH_PROGRAM, "-f", ZSH_DRIVER, fs::path(ZSH_COMPLETION).parent_path().string(), line}, std::chrono::seconds(30));
+      {ZSH_PROGRAM, "-f", ZSH_DRIVER, fs::path(ZSH_COMPLETION).parent_path().string(), line, zcompdump()},
+      std::chrono::seconds(30));
   EXPECT_TRUE(status.exited) << line;
   const std::string prefix = "COMPLETED: ";
   return out.rfind(prefix, 0) == 0 ? out.substr(prefix.size(), out.find('\n') - prefix.size()) : "(no line: " + out + ")";
@@ -97,8 +113,11 @@ TEST(Completion, FieldsAreJournalFields) {
 // A field record_field() learns is offered too (the completion's list does not rot).
 TEST(Completion, EveryKnownFieldIsCompleted) {
   const auto bash = bash_fields();
-  for (const auto& f : journal_field_names())
-    if (known_field(f)) EXPECT_TRUE(bash.count(f)) << f << " is a known_field() the completions do not offer";
+  for (const auto& f : journal_field_names()) {
+    if (known_field(f)) {
+      EXPECT_TRUE(bash.count(f)) << f << " is a known_field() the completions do not offer";
+    }
+  }
 }
 
 TEST(Completion, EveryCompletedFieldIsKnown) {
@@ -115,7 +134,7 @@ TEST(Completion, BashVerbsOptionsAndValues) {
   EXPECT_EQ(bash_complete({"dumpctl", "-F", "COREDUMP_U"}), "COREDUMP_UID\nCOREDUMP_UNIT\nCOREDUMP_USER_UNIT\n");
   EXPECT_EQ(bash_complete({"dumpctl", "list", "COREDUMP_SIGNAL_N"}), "COREDUMP_SIGNAL_NAME=\n");
   EXPECT_EQ(bash_complete({"dumpctl", "vacuum", "--dr"}), "--dry-run\n");
-  EXPECT_EQ(bash_complete({"dumpctl", "verify", "--d"}), "--deep\n");
+  EXPECT_EQ(bash_complete({"dumpctl", "verify", "--dee"}), "--deep\n");
   EXPECT_EQ(bash_complete({"dumpctl", "info", "--e"}), "--extra\n");
   EXPECT_TRUE(has_line(bash_complete({"dumpctl", "-S", "yes"}), "yesterday"));
   // After a verb, no other verb.
