@@ -89,7 +89,7 @@ const std::string& zcompdump() {
 std::string zsh_complete(const std::string& line) {
   const auto [status, out] = run_capture(
       {ZSH_PROGRAM, "-f", ZSH_DRIVER, fs::path(ZSH_COMPLETION).parent_path().string(), line, zcompdump()},
-      std::chrono::seconds(30));
+      std::chrono::seconds(60));
   EXPECT_TRUE(status.exited) << line;
   const std::string prefix = "COMPLETED: ";
   return out.rfind(prefix, 0) == 0 ? out.substr(prefix.size(), out.find('\n') - prefix.size()) : "(no line: " + out + ")";

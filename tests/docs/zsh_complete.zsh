@@ -11,8 +11,10 @@ zpty -w z "fpath=(${(q)compdir} \$fpath); autoload -Uz compinit; compinit -u -C 
 # Keys are handled in order and completion is synchronous; zle does not redraw while keys wait, so
 # the completed line is printed instead: Ctrl-A puts "print -r -- COMPLETED:" before it.
 zpty -n -w z "$input"$'\t\C-aprint -r -- COMPLETED: \n'
+# Bounded: 50 s (a first compinit on a loaded machine scans every completion function).
 out= line=
-for i in {1..200}; do
+SECONDS=0
+while (( SECONDS < 50 )); do
   zpty -r -t z line && out+=$line || sleep 0.05
   [[ $out == *$'\n'COMPLETED:* ]] && break
 done
