@@ -28,15 +28,6 @@ std::string shell_join(const std::vector<std::string>& args);
 /// The zone comes from TZ / the system (localtime_r).
 std::string format_timestamp(std::int64_t timestamp_us, bool with_micros);
 
-/// How long ago (or ahead) `then_us` is from `now_us` (UTC µs), as systemd 252's
-/// format_timestamp_relative() says it in coredumpctl's "Timestamp: ... (19s ago)": "now",
-/// "<n>us ago", "<n>ms ago", "<n>s ago", "<m>min <s>s ago" (under 5 min), "<m>min ago",
-/// "<h>h <m>min ago" (under 6 h), "<h>h ago", "1 day <h>h ago", "<d> days ago", "<w> weeks <d>
-/// days ago", "<m> months <d> days ago", "<y> years <m> months ago" ("left" instead of "ago" for
-/// a future time; singular "1 week", "1 day", ...). A month is 30.44 days, a year 365.25 days.
-/// Declared here by helper info-json until helper time-terminal's version lands (keep one).
-std::string format_relative(std::int64_t then_us, std::int64_t now_us);
-
 /// Formats a byte count for humans with binary prefixes: "512B", "1.5K", "12.0M", "3.0G".
 std::string format_size(std::uint64_t bytes);
 
