@@ -7,11 +7,14 @@
 #include "cli/format.h"
 #include "cli/info_details.h"
 #include "cli/json_output.h"
-#include "cli/match.h"
+#include "cli/commands_info.h"
+#include "cli/options.h"
+#include "cli/terminal.h"
 #include "cli/short_id.h"
 #include "cli/stack_trace.h"
 #include "store/index.h"
 #include "store/record_extras.h"
+#include "store/record_query.h"
 #include "util/text.h"
 
 namespace coredumpd::cli {
@@ -93,26 +96,21 @@ std::string warning_for(const DumpRecord& r, CoreStatus status) {
 
 }  // namespace
 
-int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
-  const std::unique_ptr<DumpSource> source = open_source(g, io.err);
-  const std::vector<DumpRecord> records = source->list();
-  // list() leaves the analysis out (a report may be 1 MiB): read the chosen row in full.
-  const std::optional<DumpRecord> full = source->get(select_dump(records, o.match).id);
-  if (!full) throw DumpctlError("the dump disappeared from the index while it was read (vacuumed?)");
-  const DumpRecord& r = *full;
-  const CoreStatus status = source->core_status(r);
+void print_info_record(DumpSource& source, const DumpRecord& r, const ShortIds& short_ids, const InfoOptions& o,
+                       const Io& io) {
+  const CoreStatus status = source.core_status(r);
   const std::string warning = warning_for(r, status);
   if (!warning.empty()) io.err << "dumpctl: warning: " << warning << '\n';
 
-  if (o.json) {
+  if (o.select.json != JsonMode::Off) {
     auto j = to_json(r);
-    j["short_id"] = ShortIds(ids_of(records)).of(r.id);  // what `list` shows for it
+    j["short_id"] = short_ids.of(r.id);  // what `list` shows for it
     // The analysis as stored (analysis/crash_report.h's shape), for readers of the JSON.
     if (!j.contains("signature")) j["signature"] = r.signature.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.signature);
     if (!j.contains("signature_text")) j["signature_text"] = bytes_to_json(r.signature_text);
     if (!j.contains("analysis")) j["analysis"] = r.analysis;
-    print_json(j, io);
-    return 0;
+    print_json_as(j, io, o.select.json);
+    return;
   }
 
   std::ostream& out = io.out;
@@ -156,9 +154,9 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
   print_info_field(out, "Core Size", size_text(r.core_size));
   print_info_field(out, "Stored Size", size_text(r.stored_size));
   print_info_field(out, "Compression", compression_text(r));
-  if (const auto path = source->core_location(r)) {
+  if (const auto path = source.core_location(r)) {
     print_info_field(out, "Storage", escape_for_display(*path) + " (" + core_status_name(status) + ")");
-  } else if (source->kind() == SourceKind::Service && (status == CoreStatus::Present || status == CoreStatus::Truncated)) {
+  } else if (source.kind() == SourceKind::Service && (status == CoreStatus::Present || status == CoreStatus::Truncated)) {
     print_info_field(out, "Storage", std::string("kept by coredumpd (") + core_status_name(status) + "; dumpctl dump retrieves it)");
   } else {
     print_info_field(out, "Storage", std::string("none (") + core_status_name(status) + ")");
@@ -174,7 +172,48 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
         sanitize_json_text(r.extra.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));
   }
   if (!warning.empty()) print_info_field(out, "Warning", warning);
-  return out ? 0 : 1;
+}
+
+int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
+  SelectOptions sel = o.select;
+  // coredumpctl 252's dump_list(): "info" without a match implies -1.
+  if (sel.matches.empty() && !sel.max_rows) sel.newest_only = true;
+  const std::unique_ptr<DumpSource> source = open_source(g, io.err);
+  RecordQuery q = query_of(sel, *source);
+  q.with_extra = sel.field.has_value();  // each record is read again whole (get()) to be printed
+  std::unique_ptr<Pager> pager;
+  if (io.out_is_tty) pager = start_pager(sel.no_pager);
+  if (sel.field) {
+    for_each_selected(*source, q, sel, {}, [&](DumpRecord&& r) {
+      if (const auto v = record_field(r, *sel.field)) io.out << *v << '\n';
+    });
+    io.out.flush();
+    return io.out ? 0 : 1;
+  }
+  // JSON's "short_id": what `list` shows, shortened against every id the reader can name.
+  std::vector<std::string> ids;
+  if (sel.json != JsonMode::Off) {
+    if (const Index* index = source->index()) {
+      for (auto& s : index->list_summaries()) ids.push_back(std::move(s.id));
+    } else if (source->kind() == SourceKind::Service) {
+      ids = ids_of(source->list());
+    }
+  }
+  const ShortIds short_ids(std::move(ids));
+  std::size_t shown = 0;
+  for_each_selected(*source, q, sel, {}, [&](DumpRecord&& listed) {
+    // The scan leaves the analysis out (a report may be 1 MiB): read the record in full.
+    const std::optional<DumpRecord> full = source->get(listed.id);
+    if (!full) return;  // vacuumed while it was read
+    if (shown++ > 0 && sel.json == JsonMode::Off) io.out << '\n';  // coredumpctl: a blank line between
+    print_info_record(*source, *full, short_ids, o, io);
+  });
+  io.out.flush();
+  if (shown == 0) {
+    if (!sel.quiet) io.err << "No coredumps found.\n";
+    return 1;
+  }
+  return io.out ? 0 : 1;
 }
 
 }  // namespace coredumpd::cli
