@@ -176,8 +176,11 @@ void print_info_record(DumpSource& source, const DumpRecord& r, const ShortIds& 
 
 int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
   SelectOptions sel = o.select;
-  // coredumpctl 252's dump_list(): "info" without a match implies -1.
-  if (sel.matches.empty() && !sel.max_rows) sel.newest_only = true;
+  // coredumpctl 252's dump_list(): "info" without a match implies -1 (whatever -n says).
+  if (sel.matches.empty()) {
+    sel.newest_only = true;
+    sel.max_rows.reset();
+  }
   const std::unique_ptr<DumpSource> source = open_source(g, io.err);
   RecordQuery q = query_of(sel, *source);
   q.with_extra = sel.field.has_value();  // each record is read again whole (get()) to be printed

@@ -157,10 +157,15 @@ TEST_F(DumpctlVerbsTest, RelativePathsAreMadeAbsoluteAndDeletedExecutablesMatch)
 }
 
 TEST_F(DumpctlVerbsTest, AHexCommWinsOverAnIdPrefixAndAnUnknownPidStaysAPid) {
-  add(5, 50'000'000, "00000001", "/usr/bin/odd", "foo.service", "core five");  // a comm that is hex
-  EXPECT_EQ(pids({"00000001"}), (Pids{105}));  // coredumpctl reads it as COMM: so do we, when one matches
-  EXPECT_EQ(pids({"00000002"}), (Pids{102}));  // no such comm: the id prefix
-  EXPECT_EQ(run({"list", "9999"}).rc, 1);       // digits that are no PID and no id: a PID, no match
+  // A comm that is hex and also a unique prefix of dump 1's id.
+  add(5, 50'000'000, "00000001dead", "/usr/bin/odd", "foo.service", "core five");
+  EXPECT_EQ(pids({"00000001dead"}), (Pids{105}));  // coredumpctl reads it as COMM: so do we, when one matches
+  EXPECT_EQ(pids({"00000002dead"}), (Pids{102}));  // no such comm: the id prefix
+  EXPECT_EQ(pids({"00000003"}), (Pids{103}));      // digits: no such PID, so the id prefix
+  EXPECT_EQ(run({"list", "9999"}).rc, 1);           // digits that are no PID and no id: a PID, no match
+  const Result ambiguous = run({"list", "0000000"});  // every id starts so: say it, not "No coredumps found."
+  EXPECT_EQ(ambiguous.rc, 1);
+  EXPECT_NE(ambiguous.err.find("is ambiguous"), std::string::npos) << ambiguous.err;
 }
 
 TEST_F(DumpctlVerbsTest, UnknownFieldIsAnErrorNamingTheKnownOnes) {
