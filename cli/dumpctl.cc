@@ -119,6 +119,10 @@ int dumpctl_main(const std::vector<std::string>& all_args, const Io& io) {
   debug->add_option("MATCHES", sel.matches, kMatchHelp);
   debug->footer("Arguments after -- are passed to the debugger too, after those of -A.");
 
+  // CLI11 reads "-1" after a verb as a positional (a negative number) unless that verb has the option.
+  for (CLI::App* verb : {list, info, dump, debug})
+    verb->add_flag("-1", sel.newest_only, "Show information about the most recent entry only (implies -r)");
+
   StatusOptions status_opts;
   CLI::App* status = app.add_subcommand(
       "status", "Show whether crashes reach coredumpd: daemon, kernel support, core_pattern, socket, usage, counters");

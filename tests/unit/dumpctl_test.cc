@@ -418,8 +418,9 @@ TEST_F(DumpctlTest, ListContainerColumnFilterAndJson) {
   auto ids = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {"list", "--json=pretty"});
     const Result r = run(args);
-    EXPECT_EQ(r.rc, 0) << r.err;
     std::vector<std::string> v;
+    if (r.rc == 1 && r.err == "No coredumps found.\n") return v;  // coredumpctl 252: no "[]", exit 1
+    EXPECT_EQ(r.rc, 0) << r.err;
     for (const auto& e : nlohmann::json::parse(r.out)) v.push_back(e["id"]);
     return v;
   };

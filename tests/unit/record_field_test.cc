@@ -76,8 +76,9 @@ void expect_same_as_journal(const DumpRecord& r) {
     const std::string journal = journal::field_value(fields, n);
     if (journal.empty()) {
       // The journal leaves out what the record lacks; record_field() says "no value" then.
-      if (n.starts_with("COREDUMP_") || n == "OBJECT_PID")
+      if (n.starts_with("COREDUMP_") || n == "OBJECT_PID") {
         EXPECT_FALSE(record_field(r, n).has_value()) << n << " = " << record_field(r, n).value_or("");
+      }
       continue;
     }
     EXPECT_EQ(record_field(r, n).value_or("<none>"), journal) << n;
