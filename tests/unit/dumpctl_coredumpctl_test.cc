@@ -172,7 +172,7 @@ TEST_F(CoredumpctlComparison, TheSameArgumentsSelectTheSameCrashes) {
 }
 
 TEST_F(CoredumpctlComparison, ExitCodesAndMessagesWhenNothingMatches) {
-  for (const std::vector<std::string> args : {std::vector<std::string>{"list", "nomatch"},
+  for (const auto& args : {std::vector<std::string>{"list", "nomatch"},
                                               {"list", "-q", "nomatch"},
                                               {"info", "nomatch"},
                                               {"list", "--json=short", "nomatch"},
