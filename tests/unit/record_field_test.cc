@@ -84,7 +84,7 @@ void expect_same_as_journal(const DumpRecord& r) {
     EXPECT_EQ(record_field(r, n).value_or("<none>"), journal) << n;
     ++compared;
   }
-  EXPECT_GT(compared, 20U);
+  EXPECT_GE(compared, 18U);  // the base record has 18 of the fields; the others more
 }
 
 TEST(RecordField, EveryKnownFieldEqualsTheJournalEntrysValue) {
