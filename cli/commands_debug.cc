@@ -16,7 +16,9 @@
 #include "cli/dump_source.h"
 #include "cli/dumpctl.h"
 #include "cli/format.h"
-#include "cli/match.h"
+#include "cli/commands_info.h"
+#include "cli/options.h"
+#include "cli/short_id.h"
 #include "cli/signal_cleanup.h"
 #include "cli/temp_file.h"
 #include "store/record_extras.h"
@@ -132,10 +134,20 @@ std::unique_ptr<TempFile> decompress_to_temp(OpenCore& core, const DumpRecord& r
 }  // namespace
 
 int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io) {
-  if (o.debugger.empty()) throw DumpctlError("--debugger must not be empty");
+  const std::string debugger = debugger_of(o.debugger);
+  if (debugger.empty()) throw DumpctlError("--debugger must not be empty");
+  std::vector<std::string> argv{debugger};
+  for (auto& a : split_debugger_arguments(o.debugger_arguments)) argv.push_back(std::move(a));
+  argv.insert(argv.end(), o.args.begin(), o.args.end());
+
   std::unique_ptr<DumpSource> source = open_source(g, io.err);
-  const std::vector<DumpRecord> records = source->list();
-  const DumpRecord& r = select_dump(records, o.match);
+  bool more = false;  // coredumpctl's debug does not say so
+  const DumpRecord r = newest_selected(*source, o.select, more);
+  if (!o.select.quiet) {  // coredumpctl 252's run_debug(): the info, then a blank line
+    const std::optional<DumpRecord> full = source->get(r.id);
+    print_info_record(*source, full ? *full : r, ShortIds(std::vector<std::string>{}), InfoOptions{}, io);
+    io.out << '\n';
+  }
   source->require_core(r);
   if (const auto s = short_core_from_extra(r.extra); s && r.state == DumpState::Truncated) {
     io.err << "dumpctl: warning: the core of coredump " << escape_for_display(r.id) << " is short: " << s->received
@@ -159,8 +171,6 @@ int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io) {
   }
   source.reset();  // no connection to the daemon (nor the index) stays open while the debugger runs
 
-  std::vector<std::string> argv{o.debugger};
-  argv.insert(argv.end(), o.args.begin(), o.args.end());
   if (const std::string exe = usable_exe(r.exe); !exe.empty()) {
     argv.push_back(exe);
   } else {

@@ -13,7 +13,7 @@
 #include "cli/dump_source.h"
 #include "cli/dumpctl.h"
 #include "cli/format.h"
-#include "cli/match.h"
+#include "cli/options.h"
 #include "cli/pending_records.h"
 #include "cli/temp_file.h"
 #include "util/text.h"
@@ -66,8 +66,10 @@ void write_to_file(OpenCore& core, const DumpRecord& r, const std::string& outpu
 
 int cmd_dump(const GlobalOptions& g, const DumpOptions& o, const Io& io) {
   std::unique_ptr<DumpSource> source = open_source(g, io.err);
-  const std::vector<DumpRecord> records = source->list();
-  const DumpRecord& r = select_dump(records, o.match);
+  bool more = false;
+  const DumpRecord r = newest_selected(*source, o.select, more);
+  // coredumpctl 252 says so after the core is written; before is where the user still sees it.
+  if (more && !o.select.quiet) io.err << "dumpctl: More than one entry matches, ignoring rest.\n";
   source->require_core(r);  // fail before creating any output
   OpenCore core = source->open_core(r);
   source.reset();  // the descriptor is ours now: free the daemon's connection while bytes are written

@@ -1,5 +1,8 @@
 // `dumpctl list`: one line per dump, or a JSON array.
+#include <unistd.h>
+
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -8,9 +11,12 @@
 #include "cli/dumpctl.h"
 #include "cli/format.h"
 #include "cli/json_output.h"
+#include "cli/options.h"
 #include "cli/record_container.h"
 #include "cli/short_id.h"
 #include "cli/table.h"
+#include "cli/terminal.h"
+#include "store/record_query.h"
 #include "store/index.h"
 #include "cli/pending_records.h"
 #include "util/text.h"
@@ -24,6 +30,7 @@ const std::vector<TableColumn> kColumns{
 };
 
 using Row = std::vector<std::string>;
+constexpr std::size_t kCorefileColumn = 5;
 
 /// --signature: a hash or a prefix of one (hex, any case), matched against DumpRecord::signature.
 std::string signature_prefix(const std::string& spec) {
@@ -33,8 +40,7 @@ std::string signature_prefix(const std::string& spec) {
   return lower_hex(spec);
 }
 
-Row make_row(DumpSource& source, const DumpRecord& r, const ShortIds& short_ids) {
-  const CoreStatus status = source.core_status(r);
+Row make_row(const DumpRecord& r, CoreStatus status, const ShortIds& short_ids) {
   const bool has_file = status == CoreStatus::Present || status == CoreStatus::Truncated;
   // The exe path, or the comm in brackets when the exe is unknown (kernel threads, early exits).
   const std::string exe = !r.exe.empty()    ? escape_for_display(r.exe)
@@ -53,66 +59,102 @@ Row make_row(DumpSource& source, const DumpRecord& r, const ShortIds& short_ids)
   };
 }
 
+/// The COREFILE cell's colour, as coredumpctl 252's analyze_coredump_file(): red for a core that
+/// should be there and is not usable (missing from the store, failed, interrupted: its "error"),
+/// grey for none (its "none", and its "missing", which systemd's retention causes: our vacuumed).
+const char* corefile_colour(CoreStatus s, bool colour) {
+  switch (s) {
+    case CoreStatus::Missing:
+    case CoreStatus::Failed:
+    case CoreStatus::Interrupted: return ansi_highlight_red(colour);
+    case CoreStatus::None:
+    case CoreStatus::Vacuumed: return ansi_grey(colour);
+    case CoreStatus::Present:
+    case CoreStatus::Truncated:
+    case CoreStatus::InProgress: break;
+  }
+  return "";
+}
+
+/// Every id the reader can name (ids are shortened against all of them, since `info` resolves a
+/// prefix against the whole store, whatever `list` filtered), and the pending records by id.
+std::vector<std::string> all_ids(DumpSource& source, const GlobalOptions& g, std::ostream& err,
+                                 std::map<std::string, nlohmann::json>& pending) {
+  std::vector<std::string> ids;
+  if (const Index* index = source.index()) {
+    for (auto& s : index->list_summaries()) ids.push_back(std::move(s.id));
+  } else if (source.kind() == SourceKind::Service) {
+    return ids_of(source.list());  // the service shows this user's dumps: their ids are the set
+  }
+  std::vector<DumpRecord> none;
+  pending = add_pending(g, err, none);  // early boot: the store is not mounted yet, only these
+  for (const auto& [id, p] : pending) ids.push_back(id);
+  return ids;
+}
+
 }  // namespace
 
 int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
-  const std::optional<std::int64_t> since = o.since ? std::optional(parse_time_option(*o.since, "--since")) : std::nullopt;
-  const std::optional<std::int64_t> until = o.until ? std::optional(parse_time_option(*o.until, "--until")) : std::nullopt;
+  const SelectOptions& sel = o.select;
   const std::optional<std::string> signature = o.signature ? std::optional(signature_prefix(*o.signature)) : std::nullopt;
+  const bool colour = colour_wanted(STDOUT_FILENO);  // before a pager takes standard output
 
   const std::unique_ptr<DumpSource> source = open_source(g, io.err);
-  std::vector<DumpRecord> records;
-  std::optional<ShortIds> short_ids;
-  std::map<std::string, nlohmann::json> pending;
-  if (const Index* index = source->index()) {
-    // --container: the index narrows the rows (container_key column), the match below decides.
-    records = o.container ? index->list_container_candidates(*o.container) : index->list();
-    pending = add_pending(g, io.err, records);
-    // Ids are shortened against the whole store, since `info` resolves a prefix against all of it.
-    if (!o.container) {
-      short_ids.emplace(ids_of(records));
-    } else {
-      std::vector<std::string> all;
-      for (auto& s : index->list_summaries()) all.push_back(std::move(s.id));
-      for (const auto& [id, p] : pending) all.push_back(id);
-      short_ids.emplace(std::move(all));
-    }
-  } else if (source->kind() == SourceKind::Store) {
-    pending = add_pending(g, io.err, records);  // early boot: the store is not mounted yet
-    short_ids.emplace(ids_of(records));
-  } else {
-    // The service shows this user's dumps, and `info` resolves prefixes against the same list.
-    records = source->list();
-    short_ids.emplace(ids_of(records));
-  }
-  std::erase_if(records, [&](const DumpRecord& r) {
-    return (since && r.timestamp_us < *since) || (until && r.timestamp_us > *until) ||
-           (o.container && !record_in_container(r, *o.container)) ||
-           (signature && !r.signature.starts_with(*signature));
-  });
-  if (o.reverse) std::reverse(records.begin(), records.end());
+  RecordQuery q = query_of(sel, *source);
+  if (signature) q.matches.push_back({"COREDUMPD_SIGNATURE", *signature});
+  // The table and the JSON listing show columns only (the /proc capture is `info`'s); -F may ask
+  // for a field derived from `extra`.
+  q.with_extra = sel.field.has_value();
+  std::function<bool(const DumpRecord&)> keep;
+  if (o.container) keep = [&](const DumpRecord& r) { return record_in_container(r, *o.container); };
 
-  if (o.json) {
+  std::unique_ptr<Pager> pager;
+  if (sel.field) {  // -F: values only, no legend, no "No coredumps found." (coredumpctl's print_field())
+    if (io.out_is_tty) pager = start_pager(sel.no_pager);
+    for_each_selected(*source, q, sel, keep, [&](DumpRecord&& r) {
+      if (const auto v = record_field(r, *sel.field)) io.out << *v << '\n';
+    });
+    io.out.flush();
+    return io.out ? 0 : 1;
+  }
+
+  std::vector<DumpRecord> records;
+  for_each_selected(*source, q, sel, keep, [&](DumpRecord&& r) { records.push_back(std::move(r)); });
+  if (records.empty()) {
+    if (!sel.quiet) io.err << "No coredumps found.\n";
+    return 1;
+  }
+  std::map<std::string, nlohmann::json> pending;
+  const ShortIds short_ids(all_ids(*source, g, io.err, pending));
+
+  if (io.out_is_tty) pager = start_pager(sel.no_pager);
+  if (sel.json != JsonMode::Off) {
     auto arr = nlohmann::json::array();
     for (const auto& r : records) {
-      auto j = list_entry_json(*source, r, short_ids->of(r.id));
+      auto j = list_entry_json(*source, r, short_ids.of(r.id));
       if (const auto it = pending.find(r.id); it != pending.end()) j["pending"] = it->second;
       arr.push_back(std::move(j));
     }
-    print_json(arr, io);
-    return 0;
-  }
-  if (records.empty()) {
-    io.err << "No coredumps found.\n";
-    return 1;
+    print_json_as(arr, io, sel.json);
+    return io.out ? 0 : 1;
   }
   std::vector<Row> rows;
+  std::vector<const char*> colours;
   rows.reserve(records.size());
   for (const auto& r : records) {
-    rows.push_back(make_row(*source, r, *short_ids));
-    if (pending.contains(r.id)) rows.back()[5] = "pending";  // COREFILE: not in the index yet
+    const CoreStatus status = source->core_status(r);
+    rows.push_back(make_row(r, status, short_ids));
+    colours.push_back(corefile_colour(status, colour));
+    if (pending.contains(r.id)) {
+      rows.back()[kCorefileColumn] = "pending";  // COREFILE: not in the index yet
+      colours.back() = "";
+    }
   }
-  print_table(kColumns, rows, io.out);
+  print_table(kColumns, rows, io.out, TableStyle{sel.legend, [&](std::size_t row, std::size_t column) -> CellColour {
+                if (column != kCorefileColumn || colours[row][0] == '\0') return {};
+                return {colours[row], ansi_normal(colour)};
+              }});
+  io.out.flush();
   return io.out ? 0 : 1;
 }
 

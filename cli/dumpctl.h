@@ -40,12 +40,36 @@ struct GlobalOptions {
   bool store_given = false;         ///< --store was given: read that store directly, as any user
 };
 
+/// --json=MODE, as systemd's tools take it (coredumpctl 252 requires the value: `--json` alone is
+/// a usage error there and here).
+enum class JsonMode {
+  Off,     ///< text (a table, info text)
+  Short,   ///< one line of JSON
+  Pretty,  ///< indented JSON
+};
+
+/// What every verb that reads dumps (list, info, dump, debug) takes, as coredumpctl 252 does:
+/// its matches and the options that choose and order the records (cli/options.h turns them into a
+/// RecordQuery).
+struct SelectOptions {
+  /// Positional matches: PID, path (COREDUMP_EXE), FIELD=VALUE, a dump id or unique id prefix, or
+  /// else a COMM. Different fields are ANDed, the same field ORed (journal semantics).
+  std::vector<std::string> matches;
+  std::optional<std::string> since;    ///< -S: only dumps at or after this time (parse_time_option())
+  std::optional<std::string> until;    ///< -U: only dumps at or before this time
+  std::optional<std::size_t> max_rows; ///< -n N: at most N records (>= 1)
+  bool newest_only = false;            ///< -1: the newest record only (implies -r, as coredumpctl)
+  bool reverse = false;                ///< -r: newest first
+  std::optional<std::string> field;    ///< -F FIELD: print that field's value per record (list, info)
+  JsonMode json = JsonMode::Off;       ///< --json=short|pretty|off
+  bool legend = true;                  ///< false: --no-legend (the table without its header)
+  bool no_pager = false;               ///< --no-pager
+  bool quiet = false;                  ///< -q: no "No coredumps found.", no info before debug
+};
+
 /// `dumpctl list`.
 struct ListOptions {
-  bool json = false;                 ///< print a JSON array of to_json(record) instead of a table
-  bool reverse = false;              ///< newest first
-  std::optional<std::string> since;  ///< only dumps at or after this time (parse_time_spec())
-  std::optional<std::string> until;  ///< only dumps at or before this time (parse_time_spec())
+  SelectOptions select;
   /// Only dumps of this container: its key ("docker:<id>", "host"), name, or an id prefix of >= 12
   /// characters (record_in_container(), the semantics of a rule's "container" condition).
   std::optional<std::string> container;
@@ -56,33 +80,43 @@ struct ListOptions {
 
 /// `dumpctl info`.
 struct InfoOptions {
-  std::optional<std::string> match;  ///< id, id prefix, PID, exe path or comm; none: newest dump
-  bool json = false;                 ///< print to_json(record) instead of text
-  bool extra = false;                ///< text: also print the raw metadata JSON (proc files, maps...)
+  SelectOptions select;  ///< no matches (and no -n/-1): the newest dump only, as coredumpctl
+  bool extra = false;    ///< text: also print the raw metadata JSON (proc files, maps...)
 };
 
 /// `dumpctl dump`.
 struct DumpOptions {
-  std::string match;   ///< see InfoOptions::match
-  std::string output;  ///< file to write; "" or "-" means standard output (`Io::out`)
+  SelectOptions select;  ///< the newest match; no matches: the newest dump
+  std::string output;    ///< -o: file to write; "" or "-" means standard output (`Io::out`)
 };
 
-/// `dumpctl debug`.
+/// `dumpctl debug` (alias `gdb`).
 struct DebugOptions {
-  std::string match;              ///< see InfoOptions::match
-  std::string debugger = "gdb";   ///< program run as `<debugger> [args...] [<exe>] -c <core>`
-  std::vector<std::string> args;  ///< extra debugger arguments (given after `--`)
+  SelectOptions select;                 ///< the newest match; no matches: the newest dump
+  std::optional<std::string> debugger;  ///< --debugger; unset: $SYSTEMD_DEBUGGER, else "gdb"
+  std::string debugger_arguments;       ///< -A: split as a shell would (split_debugger_arguments())
+  std::vector<std::string> args;        ///< extra debugger arguments given after `--` (ours)
 };
 
+/// Exit codes, as systemd 252's src/coredump/coredumpctl.c (dump_list(), focus(), run_debug(),
+/// DEFINE_MAIN_FUNCTION_WITH_POSITIVE_FAILURE) and its binary on the same records:
+/// - list, info: 0 when something matched; 1 with "No coredumps found." on `err` (-q: silent) when
+///   nothing did, as a table or as JSON (no "[]" is printed); with -F: 0 even when nothing matched.
+/// - dump, debug: 1 with "No match found." (-q does not silence it) when nothing matched; -F is a
+///   usage error there ("Option --field/-F only makes sense with list"), 1.
+/// - debug: the debugger's exit status (1 if it was killed by a signal).
+/// - usage errors (an unknown option, FIELD=VALUE with an unknown field, -n 0, --since after
+///   --until) and every other failure: 1.
+///
 /// Lists dumps as a table (one line per dump, hostile strings escaped; a CONTAINER column with
-/// container_short()) or as JSON (to_json(record) plus a top-level "container": the recorded
-/// container object or null).
-/// Returns 0, or 1 when the table would be empty ("No coredumps found." on `err`; JSON prints
-/// "[]" and returns 0). Throws DumpctlError / IndexError.
+/// container_short(); COREFILE coloured as coredumpctl's when colour_wanted()) or as JSON
+/// (to_json(record) plus a top-level "container": the recorded container object or null).
+/// Returns 0, or 1 when nothing matched (see above). Throws DumpctlError / IndexError.
 int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io);
 
-/// Prints every field of the selected dump, warning on `err` about truncated, failed or interrupted
-/// dumps. Returns 0. Throws DumpctlError when nothing matches, IndexError on index problems.
+/// Prints every field of every selected dump (oldest first, a blank line between; no matches: the
+/// newest dump only), warning on `err` about truncated, failed or interrupted dumps; with --json one
+/// JSON object per dump. Returns 0, 1 when nothing matched. Throws IndexError on index problems.
 int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io);
 
 /// Writes the selected dump's core (decompressed, or copied from a raw core), byte-identical to

@@ -45,8 +45,8 @@ json coredumpctl_keys(DumpSource& source, const DumpRecord& r) {
 
 }  // namespace
 
-void print_json(const json& j, const Io& io, JsonFormat format) {
-  const bool pretty = format != JsonFormat::Short;
+void print_json(const json& j, const Io& io, JsonMode mode) {
+  const bool pretty = mode != JsonMode::Short;
   io.out << j.dump(pretty ? 1 : -1, '\t', /*ensure_ascii=*/io.out_is_tty, json::error_handler_t::replace) << '\n';
 }
 

@@ -12,18 +12,11 @@
 
 namespace coredumpd::cli {
 
-/// `--json=short|pretty|off`, as systemd's tools take it.
-enum class JsonFormat {
-  Off,     ///< no JSON: text
-  Short,   ///< one line, no spaces (coredumpctl --json=short)
-  Pretty,  ///< indented with tabs, one key per line (coredumpctl --json=pretty)
-};
-
-/// Writes `j` as `format` says (Off is taken as Pretty) and a newline to `io.out`. On a terminal
+/// Writes `j` as `mode` says (JsonMode, cli/dumpctl.h; Off is taken as Pretty) and a newline to `io.out`. On a terminal
 /// (`io.out_is_tty`) every non-ASCII character is written as a \u escape, so that no C1 control or
 /// bidi override reaches the terminal; otherwise UTF-8 is written as is. Invalid UTF-8 in strings
 /// (only possible inside a record's `extra`) is replaced by U+FFFD instead of throwing.
-void print_json(const nlohmann::json& j, const Io& io, JsonFormat format = JsonFormat::Pretty);
+void print_json(const nlohmann::json& j, const Io& io, JsonMode mode = JsonMode::Pretty);
 
 /// One element of `list --json`: coredumpctl 252's keys first, with its meaning and types
 /// (src/coredump/coredumpctl.c print_list(): a table whose columns become the keys):

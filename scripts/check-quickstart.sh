@@ -36,7 +36,7 @@ pid=$(sed -n 's/^crasher (pid \([0-9][0-9]*\)) exited with status 139 .*/\1/p' "
 listed=$(sed -n '/^==> dumpctl list$/,/^==> dumpctl info/p' "$log")
 grep -Eq "[[:space:]]$pid[[:space:]].*crasher" <<<"$listed" || fail "dumpctl list did not show pid $pid"
 
-info=$("$DUMPCTL" info "$pid" --json) || fail "dumpctl info $pid failed"
+info=$("$DUMPCTL" info "$pid" --json=pretty) || fail "dumpctl info $pid failed"
 python3 -c '
 import json, signal, sys
 r = json.load(sys.stdin)

@@ -89,7 +89,7 @@ echo "crasher (pid $crasher_pid) exited with status $status (139 = SIGSEGV)"
 
 say "Waiting for the dump to be indexed"
 indexed() {
-  "$BUILD/cli/dumpctl" info "$crasher_pid" --json 2>/dev/null |
+  "$BUILD/cli/dumpctl" info "$crasher_pid" --json=pretty 2>/dev/null |
     python3 -c 'import json,sys; sys.exit(json.load(sys.stdin).get("state") != "complete")' 2>/dev/null
 }
 for _ in $(seq 300); do indexed && break; sleep 0.1; done

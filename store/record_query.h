@@ -43,12 +43,17 @@ struct RecordQuery {
 };
 
 /// The value of journal field `field` for `r` (see FieldMatch), as journal_fields() would write
-/// it: COREDUMP_PID "1234", COREDUMP_SIGNAL "11", COREDUMP_COMM the raw bytes, ...
+/// it: COREDUMP_PID "1234", COREDUMP_SIGNAL "11", COREDUMP_COMM the raw bytes, COREDUMP_UNIT,
+/// COREDUMP_SLICE, COREDUMP_CGROUP (one path), COREDUMP_CMDLINE ... (store/record_facts.h derives
+/// them for both), and ours (COREDUMPD_*).
 /// std::nullopt when the record lacks the fact or the field is unknown.
 std::optional<std::string> record_field(const DumpRecord& r, std::string_view field);
 
 /// True if `field` is a name record_field() knows (for a clear error on a typo).
 bool known_field(std::string_view field);
+
+/// Every name record_field() knows, in the journal entry's order (for that error's list).
+std::vector<std::string_view> known_fields();
 
 /// True if `r` satisfies every condition of `q` except `limit` (matches and the time range).
 bool record_matches(const RecordQuery& q, const DumpRecord& r);

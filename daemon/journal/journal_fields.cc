@@ -9,6 +9,7 @@
 #include "analysis/crash_report.h"
 #include "analysis/report_text.h"
 #include "store/record_extras.h"
+#include "store/record_facts.h"
 #include "util/text.h"
 
 namespace coredumpd::journal {
@@ -50,30 +51,11 @@ class Builder {
   std::string truncated_;
 };
 
-/// extra[key] as bytes ("" when absent or not a byte string).
-std::string bytes_at(const json& obj, const char* key) {
-  if (!obj.is_object()) return "";
-  const auto it = obj.find(key);
-  if (it == obj.end()) return "";
-  return bytes_from_json(*it).value_or("");
-}
-
 const json& object_at(const json& obj, const char* key) {
   static const json kNull;
   if (!obj.is_object()) return kNull;
   const auto it = obj.find(key);
   return it != obj.end() && it->is_object() ? *it : kNull;
-}
-
-/// An integer of `obj` as decimal text ("" when absent or not an integer): unsigned as unsigned
-/// (RLIMIT_CORE "unlimited" is 2^64-1, printed so as systemd's "%"PRIu64 does).
-std::string integer_at(const json& obj, const char* key) {
-  if (!obj.is_object()) return "";
-  const auto it = obj.find(key);
-  if (it == obj.end()) return "";
-  if (it->is_number_unsigned()) return std::to_string(it->get<std::uint64_t>());
-  if (it->is_number_integer()) return std::to_string(it->get<std::int64_t>());
-  return "";
 }
 
 std::string join(const std::vector<std::string>& parts, char sep) {
@@ -85,28 +67,6 @@ std::string join(const std::vector<std::string>& parts, char sep) {
   return out;
 }
 
-/// The unified cgroup path (systemd's cg_pid_get_path()): the container's chosen path, else the
-/// "0::" line of /proc/<pid>/cgroup.
-std::string cgroup_path(const DumpRecord& r, const json& container) {
-  if (std::string p = bytes_at(container, "cgroup_path"); !p.empty()) return p;
-  std::size_t pos = 0;
-  while (pos < r.cgroup.size()) {
-    std::size_t nl = r.cgroup.find('\n', pos);
-    if (nl == std::string::npos) nl = r.cgroup.size();
-    const std::string_view line(r.cgroup.data() + pos, nl - pos);
-    if (line.starts_with("0::")) return std::string(line.substr(3));
-    pos = nl + 1;
-  }
-  return "";
-}
-
-/// The session of a "session-<id>.scope" unit (sd_pid_get_session()), else "".
-std::string session_of(const std::string& unit) {
-  constexpr std::string_view kPrefix = "session-", kSuffix = ".scope";
-  if (unit.size() <= kPrefix.size() + kSuffix.size() || !unit.starts_with(kPrefix) || !unit.ends_with(kSuffix)) return "";
-  return unit.substr(kPrefix.size(), unit.size() - kPrefix.size() - kSuffix.size());
-}
-
 /// systemd's compose_open_fds(): per descriptor "<fd>:<target>\n" and its fdinfo lines, a blank
 /// line between descriptors. We kept fdinfo's pos, flags, mnt_id, ino and lock lines.
 std::string open_fds(const json& fds) {
@@ -115,11 +75,11 @@ std::string open_fds(const json& fds) {
   for (const auto& fd : fds) {
     if (!fd.is_object() || !fd.contains("fd") || !fd["fd"].is_number_integer()) continue;
     if (!out.empty()) out.push_back('\n');
-    out += std::to_string(fd["fd"].get<std::int64_t>()) + ":" + bytes_at(fd, "target") + "\n";
-    if (const std::string v = integer_at(fd, "pos"); !v.empty()) out += "pos:\t" + v + "\n";
+    out += std::to_string(fd["fd"].get<std::int64_t>()) + ":" + json_bytes_at(fd, "target") + "\n";
+    if (const std::string v = json_integer_at(fd, "pos"); !v.empty()) out += "pos:\t" + v + "\n";
     if (const auto f = fd.find("flags"); f != fd.end() && f->is_string()) out += "flags:\t" + f->get<std::string>() + "\n";
-    if (const std::string v = integer_at(fd, "mnt_id"); !v.empty()) out += "mnt_id:\t" + v + "\n";
-    if (const std::string v = integer_at(fd, "ino"); !v.empty()) out += "ino:\t" + v + "\n";
+    if (const std::string v = json_integer_at(fd, "mnt_id"); !v.empty()) out += "mnt_id:\t" + v + "\n";
+    if (const std::string v = json_integer_at(fd, "ino"); !v.empty()) out += "ino:\t" + v + "\n";
     if (const auto l = fd.find("locks"); l != fd.end() && l->is_array())
       for (const auto& lock : *l)
         if (lock.is_string()) out += "lock:\t" + lock.get<std::string>() + "\n";
@@ -148,7 +108,6 @@ bool entry_wanted(DumpState s) {
 std::vector<std::string> journal_fields(const DumpRecord& r, const EntryOptions& o) {
   const bool stored = !r.path.empty() && (r.state == DumpState::Complete || r.state == DumpState::Truncated);
   const auto report = analysis::stored_report(r);
-  const json& container = object_at(r.extra, extras::kContainer);
   const json& proc = object_at(r.extra, extras::kProc);
   Builder b;
   b.add("MESSAGE", analysis::crash_message(r, report, stored, o.stack_trace), kMaxLongField);
@@ -163,24 +122,24 @@ std::vector<std::string> journal_fields(const DumpRecord& r, const EntryOptions&
   b.add("COREDUMP_SIGNAL", r.signal.value_or(0));
   if (r.signal) b.add("COREDUMP_SIGNAL_NAME", signal_name(*r.signal));
   b.add("COREDUMP_TIMESTAMP", r.timestamp_us);
-  b.add("COREDUMP_RLIMIT", integer_at(r.extra, extras::kRlimitCore));
+  b.add("COREDUMP_RLIMIT", rlimit_core_of(r));
   b.add("COREDUMP_HOSTNAME", r.hostname);
   b.add("COREDUMP_COMM", r.comm);
   b.add("COREDUMP_EXE", r.exe);
-  b.add("COREDUMP_CMDLINE", join(r.argv, ' '));
+  b.add("COREDUMP_CMDLINE", cmdline_of(r));
   b.add("COREDUMP_CWD", r.cwd);
-  b.add("COREDUMP_CGROUP", cgroup_path(r, container));
-  const std::string unit = bytes_at(container, "unit");
+  b.add("COREDUMP_CGROUP", cgroup_path(r));
+  const std::string unit = unit_of(r);
   b.add("COREDUMP_UNIT", unit);
-  b.add("COREDUMP_USER_UNIT", bytes_at(container, "user_unit"));
+  b.add("COREDUMP_USER_UNIT", user_unit_of(r));
   b.add("COREDUMP_SESSION", session_of(unit));
-  b.add("COREDUMP_OWNER_UID", integer_at(container, "owner_uid"));
-  b.add("COREDUMP_SLICE", bytes_at(container, "slice"));
-  b.add("COREDUMP_PROC_STATUS", bytes_at(proc, "status"), kMaxLongField);
-  b.add("COREDUMP_PROC_MAPS", bytes_at(proc, "maps"), kMaxLongField);
-  b.add("COREDUMP_PROC_LIMITS", bytes_at(proc, "limits"), kMaxLongField);
+  b.add("COREDUMP_OWNER_UID", owner_uid_of(r));
+  b.add("COREDUMP_SLICE", slice_of(r));
+  b.add("COREDUMP_PROC_STATUS", json_bytes_at(proc, "status"), kMaxLongField);
+  b.add("COREDUMP_PROC_MAPS", json_bytes_at(proc, "maps"), kMaxLongField);
+  b.add("COREDUMP_PROC_LIMITS", json_bytes_at(proc, "limits"), kMaxLongField);
   b.add("COREDUMP_PROC_CGROUP", r.cgroup, kMaxLongField);
-  b.add("COREDUMP_PROC_MOUNTINFO", bytes_at(proc, "mountinfo"), kMaxLongField);
+  b.add("COREDUMP_PROC_MOUNTINFO", json_bytes_at(proc, "mountinfo"), kMaxLongField);
   if (const auto env = r.extra.find(extras::kEnviron); env != r.extra.end() && env->is_array()) {
     std::vector<std::string> vars;  // systemd: the NUL-separated environ with NULs as newlines
     for (const auto& v : *env)

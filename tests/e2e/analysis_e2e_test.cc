@@ -203,7 +203,7 @@ class RealKernelAnalysis : public RealKernel {
 
   // `dumpctl info --json ID`, parsed (an object; a failure recorded if it is not JSON).
   json info_json(const std::string& id) {
-    const auto [st, out] = run_capture({DUMPCTL_BIN, "--store", store_, "info", "--json", id});
+    const auto [st, out] = run_capture({DUMPCTL_BIN, "--store", store_, "info", "--json=pretty", id});
     EXPECT_EQ(st.exit_code(), 0) << out;
     try {
       auto j = json::parse(out);

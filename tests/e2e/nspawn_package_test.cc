@@ -108,7 +108,7 @@ class PackagedMachineTest : public ::testing::Test {
 
   // The ids `dumpctl list --json` shows `user`; empty on failure (recorded).
   static std::vector<std::string> dumpctl_ids(const std::string& user) {
-    const auto [st, out] = machine_->run_as(user, {"dumpctl", "list", "--json"});
+    const auto [st, out] = machine_->run_as(user, {"dumpctl", "list", "--json=pretty"});
     EXPECT_EQ(st.exit_code(), 0) << "dumpctl list --json as " << user << ":\n" << out;
     const auto j = nlohmann::json::parse(out, nullptr, false);
     std::vector<std::string> ids;

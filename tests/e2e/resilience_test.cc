@@ -328,7 +328,7 @@ TEST_F(Resilience, HostileNamesAreStoredSafely) {
   ASSERT_EQ(lst.exit_code(), 0);
   EXPECT_EQ(std::count(list.begin(), list.end(), '\n'), 2) << "header + one line per dump:\n" << list;
   EXPECT_EQ(list.find('\x1b'), std::string::npos) << "control characters must be escaped";
-  const auto [jst, json_text] = run_capture({DUMPCTL_BIN, "--store", store_, "list", "--json"});
+  const auto [jst, json_text] = run_capture({DUMPCTL_BIN, "--store", store_, "list", "--json=pretty"});
   const auto json = nlohmann::json::parse(json_text);  // throws if the output is not JSON
   ASSERT_EQ(json.size(), 1u);
   // The listing has coredumpctl's columns and ours; the whole record (argv) is `info --json`'s.

@@ -255,7 +255,7 @@ TEST_F(CoredumpctlCompare, ListJsonKeysAgree) {
   const std::string journal = store_and_journal({a, b, c});
 
   const auto theirs = nlohmann::json::parse(coredumpctl(journal, {"list", "--json=short"}));
-  const auto ours = nlohmann::json::parse(dumpctl({"list", "--json"}));
+  const auto ours = nlohmann::json::parse(dumpctl({"list", "--json=short"}));
   ASSERT_EQ(theirs.size(), 3U) << theirs;
   ASSERT_EQ(ours.size(), 3U) << ours;
   for (std::size_t i = 0; i < 3; ++i) {

@@ -167,7 +167,7 @@ TEST_F(DumpctlOnDaemon, BurstOfCrashesGetsIdsThatListShowsAndInfoResolves) {
                }) > 0;
   std::printf("%zu of %d ids share their first 12 characters with another\n", sharing, kBurst);
 
-  const auto [lst, list_json] = run_capture({DUMPCTL_BIN, "--store", store_, "list", "--json"});
+  const auto [lst, list_json] = run_capture({DUMPCTL_BIN, "--store", store_, "list", "--json=pretty"});
   ASSERT_EQ(lst.exit_code(), 0);
   const auto [tst, table] = run_capture({DUMPCTL_BIN, "--store", store_, "list"});
   ASSERT_EQ(tst.exit_code(), 0);
@@ -179,7 +179,7 @@ TEST_F(DumpctlOnDaemon, BurstOfCrashesGetsIdsThatListShowsAndInfoResolves) {
     EXPECT_EQ(std::count_if(all.begin(), all.end(), [&](const DumpRecord& r) { return r.id.rfind(shown, 0) == 0; }), 1)
         << shown << " is not unique";
     EXPECT_NE(table.find(" " + shown + " "), std::string::npos) << shown << " not in the table:\n" << table;
-    const auto [ist, info] = run_capture({DUMPCTL_BIN, "--store", store_, "info", "--json", shown});
+    const auto [ist, info] = run_capture({DUMPCTL_BIN, "--store", store_, "info", "--json=pretty", shown});
     ASSERT_EQ(ist.exit_code(), 0) << shown;
     EXPECT_EQ(nlohmann::json::parse(info)["id"], id);
   }

@@ -141,7 +141,7 @@ TEST_F(UnusableStore, ReadOnlyStoreServesKeepsRecordsAndMovesThemBack) {
   EXPECT_EQ(st.exit_code(), 0) << out;
   EXPECT_EQ(records().size(), 1u);
   // ... and shows the pending record beside the indexed one.
-  const auto [jst, json_text] = run_capture({DUMPCTL_BIN, "--store", store_, "--pending-dir", pending_, "list", "--json"});
+  const auto [jst, json_text] = run_capture({DUMPCTL_BIN, "--store", store_, "--pending-dir", pending_, "list", "--json=pretty"});
   ASSERT_EQ(jst.exit_code(), 0) << json_text;
   const auto listed = nlohmann::json::parse(json_text);
   ASSERT_EQ(listed.size(), 2u) << json_text;

@@ -168,7 +168,7 @@ TEST_F(DumpctlAnalysisTest, InfoEscapesBytesFromTheCore) {
 TEST_F(DumpctlAnalysisTest, InfoJsonCarriesFramesModulesAndSignature) {
   const DumpRecord r = add(1, 1);
   set_analysis(r, known_report());
-  const Result res = run({"info", "--json", r.id});
+  const Result res = run({"info", "--json=pretty", r.id});
   ASSERT_EQ(res.rc, 0) << res.err;
   const auto j = nlohmann::json::parse(res.out);
   EXPECT_EQ(j["signature"], "0123456789abcdef0123456789abcdef");
@@ -182,7 +182,7 @@ TEST_F(DumpctlAnalysisTest, InfoJsonCarriesFramesModulesAndSignature) {
   EXPECT_EQ(back.modules[1].package["name"], "libc6");
 
   const DumpRecord other = add(2, 2);
-  const auto plain = nlohmann::json::parse(run({"info", "--json", other.id}).out);
+  const auto plain = nlohmann::json::parse(run({"info", "--json=pretty", other.id}).out);
   EXPECT_TRUE(plain["analysis"].is_null());
 }
 
@@ -243,9 +243,10 @@ TEST_F(DumpctlAnalysisTest, ListSignatureFiltersByPrefix) {
   set_analysis(r1, signed_report(a, "a"));
   set_analysis(r2, signed_report(b, "b"));
   const auto ids = [&](const std::string& sig) {
-    const Result res = run({"list", "--json", "--signature", sig});
-    EXPECT_EQ(res.rc, 0) << res.err;
+    const Result res = run({"list", "--json=pretty", "--signature", sig});
     std::vector<std::string> got;
+    if (res.rc == 1 && res.err == "No coredumps found.\n") return got;  // coredumpctl 252: no "[]", exit 1
+    EXPECT_EQ(res.rc, 0) << res.err;
     for (const auto& j : nlohmann::json::parse(res.out)) got.push_back(j["id"]);
     return got;
   };

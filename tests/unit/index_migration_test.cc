@@ -131,7 +131,7 @@ class IndexMigrationTest : public ::testing::Test {
   /// The ids `dumpctl list --container ref` prints (its --json form).
   std::vector<std::string> listed(const std::string& ref) const {
     std::ostringstream out, err;
-    const int rc = cli::dumpctl_main({"dumpctl", "--store", dir_, "list", "--json", "--container", ref},
+    const int rc = cli::dumpctl_main({"dumpctl", "--store", dir_, "list", "--json=pretty", "--container", ref},
                                      cli::Io{out, err, false});
     std::vector<std::string> ids;
     if (rc != 0) return ids;
