@@ -1,5 +1,6 @@
 // `dumpctl list`: one line per dump, or a JSON array.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 
@@ -8,10 +9,12 @@
 #include "cli/dumpctl.h"
 #include "cli/format.h"
 #include "cli/json_output.h"
+#include "cli/json_stream.h"
 #include "cli/record_container.h"
 #include "cli/short_id.h"
 #include "cli/table.h"
 #include "store/index.h"
+#include "store/record_query.h"
 #include "cli/pending_records.h"
 #include "util/text.h"
 
@@ -53,66 +56,82 @@ Row make_row(DumpSource& source, const DumpRecord& r, const ShortIds& short_ids)
   };
 }
 
+/// Every id the reader can name, sorted: ids are shortened against all of them, since `info`
+/// resolves a prefix against the whole store (the service: the user's own dumps), whatever `list`
+/// filtered. Only the ids: a listing holds no record it is not printing.
+std::vector<std::string> all_ids(DumpSource& source, const std::map<std::string, nlohmann::json>& pending) {
+  std::vector<std::string> ids;
+  if (const Index* index = source.index()) {
+    ids = index->list_ids();
+  } else if (source.kind() == SourceKind::Service) {
+    RecordQuery every;
+    every.with_extra = false;
+    source.scan(every, [&](DumpRecord&& r) {
+      ids.push_back(std::move(r.id));
+      return true;
+    });
+  }
+  for (const auto& [id, p] : pending) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+/// The pending journal's records that the index does not hold yet, by id (their "pending" facts);
+/// `sorted_ids` are the index's.
+std::map<std::string, nlohmann::json> pending_by_id(const GlobalOptions& g, std::ostream& err,
+                                                    const std::vector<std::string>& sorted_ids) {
+  std::vector<DumpRecord> records;
+  std::map<std::string, nlohmann::json> pending = add_pending(g, err, records);
+  std::erase_if(pending, [&](const auto& p) { return std::binary_search(sorted_ids.begin(), sorted_ids.end(), p.first); });
+  return pending;
+}
+
 }  // namespace
 
 int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
-  const std::optional<std::int64_t> since = o.since ? std::optional(parse_time_option(*o.since, "--since")) : std::nullopt;
-  const std::optional<std::int64_t> until = o.until ? std::optional(parse_time_option(*o.until, "--until")) : std::nullopt;
-  const std::optional<std::string> signature = o.signature ? std::optional(signature_prefix(*o.signature)) : std::nullopt;
+  RecordQuery q;
+  q.since_us = o.since ? std::optional(parse_time_option(*o.since, "--since")) : std::nullopt;
+  q.until_us = o.until ? std::optional(parse_time_option(*o.until, "--until")) : std::nullopt;
+  if (o.signature) q.matches.push_back({"COREDUMPD_SIGNATURE", signature_prefix(*o.signature)});
+  q.newest_first = o.reverse;
+  q.with_extra = o.json;  // the table reads only columns and the container (record_query.h)
 
   const std::unique_ptr<DumpSource> source = open_source(g, io.err);
-  std::vector<DumpRecord> records;
-  std::optional<ShortIds> short_ids;
+  // Records stream from the source; what stays is the set of ids and, for the table, its cells.
   std::map<std::string, nlohmann::json> pending;
-  if (const Index* index = source->index()) {
-    // --container: the index narrows the rows (container_key column), the match below decides.
-    records = o.container ? index->list_container_candidates(*o.container) : index->list();
-    pending = add_pending(g, io.err, records);
-    // Ids are shortened against the whole store, since `info` resolves a prefix against all of it.
-    if (!o.container) {
-      short_ids.emplace(ids_of(records));
-    } else {
-      std::vector<std::string> all;
-      for (auto& s : index->list_summaries()) all.push_back(std::move(s.id));
-      for (const auto& [id, p] : pending) all.push_back(id);
-      short_ids.emplace(std::move(all));
-    }
-  } else if (source->kind() == SourceKind::Store) {
-    pending = add_pending(g, io.err, records);  // early boot: the store is not mounted yet
-    short_ids.emplace(ids_of(records));
-  } else {
-    // The service shows this user's dumps, and `info` resolves prefixes against the same list.
-    records = source->list();
-    short_ids.emplace(ids_of(records));
+  std::vector<std::string> ids = all_ids(*source, pending);
+  if (source->kind() == SourceKind::Store) {
+    pending = pending_by_id(g, io.err, ids);
+    for (const auto& [id, p] : pending) ids.push_back(id);
   }
-  std::erase_if(records, [&](const DumpRecord& r) {
-    return (since && r.timestamp_us < *since) || (until && r.timestamp_us > *until) ||
-           (o.container && !record_in_container(r, *o.container)) ||
-           (signature && !r.signature.starts_with(*signature));
-  });
-  if (o.reverse) std::reverse(records.begin(), records.end());
+  const ShortIds short_ids(std::move(ids));
+  const auto each_selected = [&](const std::function<void(const DumpRecord&)>& f) {
+    source->scan(q, [&](DumpRecord&& r) {
+      if (!o.container || record_in_container(r, *o.container)) f(r);
+      return true;
+    });
+  };
 
   if (o.json) {
-    auto arr = nlohmann::json::array();
-    for (const auto& r : records) {
+    JsonArrayWriter arr(io);
+    each_selected([&](const DumpRecord& r) {
       auto j = to_json(r);
       j["container"] = record_container(r);
-      j["short_id"] = short_ids->of(r.id);
+      j["short_id"] = short_ids.of(r.id);
       if (const auto it = pending.find(r.id); it != pending.end()) j["pending"] = it->second;
-      arr.push_back(std::move(j));
-    }
-    print_json(arr, io);
+      arr.add(j);
+    });
+    arr.finish();
     return 0;
   }
-  if (records.empty()) {
+  std::vector<Row> rows;
+  each_selected([&](const DumpRecord& r) {
+    rows.push_back(make_row(*source, r, short_ids));
+    if (pending.contains(r.id)) rows.back()[5] = "pending";  // COREFILE: not in the index yet
+  });
+  if (rows.empty()) {
     io.err << "No coredumps found.\n";
     return 1;
-  }
-  std::vector<Row> rows;
-  rows.reserve(records.size());
-  for (const auto& r : records) {
-    rows.push_back(make_row(*source, r, *short_ids));
-    if (pending.contains(r.id)) rows.back()[5] = "pending";  // COREFILE: not in the index yet
   }
   print_table(kColumns, rows, io.out);
   return io.out ? 0 : 1;
