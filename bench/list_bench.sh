@@ -34,10 +34,13 @@ for ((run = 0; run < runs; run++)); do
   for cmd in "list" "list -S $since" "list -n 10" "list --json"; do
     for dumpctl in "$@"; do
       read -r -a args <<< "$cmd"
-      if [[ ${args[1]:-} == "-n" ]] && ! "$dumpctl" --store "$work" list --help 2>&1 | grep -q -- ' -n'; then
-        printf '%-40s %-16s %8s %8s\n' "$dumpctl" "${cmd%% @*}" "n/a" "n/a"  # a build without -n
+      help=$("$dumpctl" --store "$work" list --help 2>&1 || true)
+      if [[ ${args[1]:-} == "-n" ]] && ! grep -q -- '-n\b' <<< "$help"; then
+        printf '%-40s %-16s %8s %8s\n' "$dumpctl" "$cmd" "n/a" "n/a"  # a build without -n (issue 24)
         continue
       fi
+      # coredumpctl's --json=short where the build has it, else the old --json (pretty).
+      [[ ${args[1]:-} == "--json" ]] && grep -q 'short' <<< "$help" && args[1]=--json=short
       /usr/bin/time -f '%e %M' -o "$work/time" "$dumpctl" --store "$work" "${args[@]}" > /dev/null 2>"$work/err" || {
         grep -q "No coredumps" "$work/err" || { cat "$work/err" >&2; exit 1; }
       }

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -119,7 +120,7 @@ TEST_F(IndexScanTest, AgreesWithRecordMatchesOnRandomRecordsAndQueries) {
   std::mt19937 rng(24);
   for (int n = 1; n <= 200; ++n) index_->insert(random_record(rng, n));
   const std::vector<DumpRecord> all = index_->list();
-  for (int i = 0; i < 600; ++i) {
+  for (int i = 0; i < 400; ++i) {
     RecordQuery q;
     const int matches = std::uniform_int_distribution<int>(0, 3)(rng);
     for (int m = 0; m < matches; ++m) q.matches.push_back(random_match(rng));

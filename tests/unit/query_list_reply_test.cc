@@ -3,6 +3,8 @@
 // without a query still listing every record in full.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
