@@ -5,12 +5,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "cli/core_file.h"
 #include "cli/dump_source.h"
 #include "cli/dumpctl.h"
 #include "cli/format.h"
 #include "cli/json_output.h"
+#include "cli/json_stream.h"
 #include "cli/options.h"
 #include "cli/record_container.h"
 #include "cli/short_id.h"
@@ -76,20 +78,34 @@ const char* corefile_colour(CoreStatus s, bool colour) {
   return "";
 }
 
-/// Every id the reader can name (ids are shortened against all of them, since `info` resolves a
-/// prefix against the whole store, whatever `list` filtered), and the pending records by id.
-std::vector<std::string> all_ids(DumpSource& source, const GlobalOptions& g, std::ostream& err,
-                                 std::map<std::string, nlohmann::json>& pending) {
+/// Every id the reader can name, sorted: ids are shortened against all of them, since `info`
+/// resolves a prefix against the whole store (the service: the user's own dumps), whatever `list`
+/// filtered. Only the ids: a listing holds no record it is not printing.
+std::vector<std::string> all_ids(DumpSource& source, const std::map<std::string, nlohmann::json>& pending) {
   std::vector<std::string> ids;
   if (const Index* index = source.index()) {
-    for (auto& s : index->list_summaries()) ids.push_back(std::move(s.id));
+    ids = index->list_ids();
   } else if (source.kind() == SourceKind::Service) {
-    return ids_of(source.list());  // the service shows this user's dumps: their ids are the set
+    RecordQuery every;
+    every.with_extra = false;
+    source.scan(every, [&](DumpRecord&& r) {
+      ids.push_back(std::move(r.id));
+      return true;
+    });
   }
-  std::vector<DumpRecord> none;
-  pending = add_pending(g, err, none);  // early boot: the store is not mounted yet, only these
   for (const auto& [id, p] : pending) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
   return ids;
+}
+
+/// The pending journal's records that the index does not hold yet, by id (their "pending" facts);
+/// `sorted_ids` are the index's.
+std::map<std::string, nlohmann::json> pending_by_id(const GlobalOptions& g, std::ostream& err,
+                                                    const std::vector<std::string>& sorted_ids) {
+  std::vector<DumpRecord> records;
+  std::map<std::string, nlohmann::json> pending = add_pending(g, err, records);
+  std::erase_if(pending, [&](const auto& p) { return std::binary_search(sorted_ids.begin(), sorted_ids.end(), p.first); });
+  return pending;
 }
 
 }  // namespace
@@ -97,7 +113,7 @@ std::vector<std::string> all_ids(DumpSource& source, const GlobalOptions& g, std
 int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
   const SelectOptions& sel = o.select;
   const std::optional<std::string> signature = o.signature ? std::optional(signature_prefix(*o.signature)) : std::nullopt;
-  const bool colour = colour_wanted(STDOUT_FILENO);  // before a pager takes standard output
+  const bool colour = io.out_is_tty && colour_wanted(STDOUT_FILENO);  // before a pager takes standard output
 
   const std::unique_ptr<DumpSource> source = open_source(g, io.err);
   RecordQuery q = query_of(sel, *source);
@@ -118,30 +134,37 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
     return io.out ? 0 : 1;
   }
 
-  std::vector<DumpRecord> records;
-  for_each_selected(*source, q, sel, keep, [&](DumpRecord&& r) { records.push_back(std::move(r)); });
-  if (records.empty()) {
-    if (!sel.quiet) io.err << "No coredumps found.\n";
-    return 1;
-  }
+  // Records stream from the source; what stays is the set of ids and, for the table, its cells.
   std::map<std::string, nlohmann::json> pending;
-  const ShortIds short_ids(all_ids(*source, g, io.err, pending));
+  std::vector<std::string> ids = all_ids(*source, pending);
+  if (source->kind() == SourceKind::Store) {
+    pending = pending_by_id(g, io.err, ids);
+    for (const auto& [id, p] : pending) ids.push_back(id);
+  }
+  const ShortIds short_ids(std::move(ids));
 
-  if (io.out_is_tty) pager = start_pager(sel.no_pager);
   if (sel.json != JsonMode::Off) {
-    auto arr = nlohmann::json::array();
-    for (const auto& r : records) {
+    std::optional<JsonArrayWriter> arr;  // coredumpctl prints nothing, not [], when nothing matches
+    const std::size_t n = for_each_selected(*source, q, sel, keep, [&](DumpRecord&& r) {
+      if (!arr) {
+        if (io.out_is_tty) pager = start_pager(sel.no_pager);
+        arr.emplace(io, sel.json);
+      }
       auto j = list_entry_json(*source, r, short_ids.of(r.id));
       if (const auto it = pending.find(r.id); it != pending.end()) j["pending"] = it->second;
-      arr.push_back(std::move(j));
+      arr->add(j);
+    });
+    if (n == 0) {
+      if (!sel.quiet) io.err << "No coredumps found.\n";
+      return 1;
     }
-    print_json_as(arr, io, sel.json);
+    arr->finish();
+    io.out.flush();
     return io.out ? 0 : 1;
   }
   std::vector<Row> rows;
   std::vector<const char*> colours;
-  rows.reserve(records.size());
-  for (const auto& r : records) {
+  for_each_selected(*source, q, sel, keep, [&](DumpRecord&& r) {
     const CoreStatus status = source->core_status(r);
     rows.push_back(make_row(r, status, short_ids));
     colours.push_back(corefile_colour(status, colour));
@@ -149,7 +172,12 @@ int cmd_list(const GlobalOptions& g, const ListOptions& o, const Io& io) {
       rows.back()[kCorefileColumn] = "pending";  // COREFILE: not in the index yet
       colours.back() = "";
     }
+  });
+  if (rows.empty()) {
+    if (!sel.quiet) io.err << "No coredumps found.\n";
+    return 1;
   }
+  if (io.out_is_tty) pager = start_pager(sel.no_pager);
   print_table(kColumns, rows, io.out, TableStyle{sel.legend, [&](std::size_t row, std::size_t column) -> CellColour {
                 if (column != kCorefileColumn || colours[row][0] == '\0') return {};
                 return {colours[row], ansi_normal(colour)};

@@ -37,6 +37,45 @@ class StoreSource final : public DumpSource {
     add_pending(g_, err_, records);
     return records;
   }
+  void scan(const RecordQuery& q, const std::function<bool(DumpRecord&&)>& each) override {
+    std::vector<DumpRecord> pending = pending_selected(q);
+    if (pending.empty()) {
+      if (index_) index_->scan(q, each);
+      return;
+    }
+    if (q.limit && !q.newest_first) {
+      // The newest N of both, oldest first: at most N from each side, merged (pending records are few).
+      std::vector<DumpRecord> merged;
+      if (index_) index_->scan(q, [&](DumpRecord&& r) {
+        merged.push_back(std::move(r));
+        return true;
+      });
+      merge_pending(merged, std::move(pending));
+      const std::size_t skip = merged.size() > *q.limit ? merged.size() - *q.limit : 0;
+      for (auto it = merged.begin() + static_cast<std::ptrdiff_t>(skip); it != merged.end(); ++it)
+        if (!each(std::move(*it))) return;
+      return;
+    }
+    // Streamed: each pending record goes out before the first index record it precedes (ties:
+    // the index's first, as add_pending() sorts them), in the asked order.
+    if (q.newest_first) std::reverse(pending.begin(), pending.end());
+    const auto before = [&](const DumpRecord& p, const DumpRecord& r) {
+      return q.newest_first ? p.timestamp_us >= r.timestamp_us : p.timestamp_us < r.timestamp_us;
+    };
+    std::size_t next = 0, delivered = 0;
+    bool stopped = false;
+    const auto give = [&](DumpRecord&& r) {
+      stopped = (q.limit && delivered >= *q.limit) || !each(std::move(r));
+      ++delivered;
+      return !stopped;
+    };
+    if (index_) index_->scan(q, [&](DumpRecord&& r) {
+      while (next < pending.size() && before(pending[next], r))
+        if (!give(std::move(pending[next++]))) return false;
+      return give(std::move(r));
+    });
+    while (!stopped && next < pending.size()) give(std::move(pending[next++]));
+  }
   std::optional<DumpRecord> get(const std::string& id) override {
     if (index_)
       if (auto r = index_->get(id)) return r;
@@ -63,6 +102,21 @@ class StoreSource final : public DumpSource {
   const Index* index() const override { return index_.get(); }
 
  private:
+  /// The pending journal's records that `q` selects and the index does not hold yet, oldest first.
+  std::vector<DumpRecord> pending_selected(const RecordQuery& q) {
+    std::vector<DumpRecord> pending;
+    add_pending(g_, err_, pending);
+    std::erase_if(pending, [&](const DumpRecord& r) { return !record_matches(q, r) || (index_ && index_->get(r.id)); });
+    return pending;
+  }
+  /// Sorts `pending` (oldest first) into `records` (oldest first), after index records of equal time.
+  static void merge_pending(std::vector<DumpRecord>& records, std::vector<DumpRecord> pending) {
+    const auto mid = records.insert(records.end(), std::make_move_iterator(pending.begin()),
+                                    std::make_move_iterator(pending.end()));
+    std::inplace_merge(records.begin(), mid, records.end(),
+                       [](const DumpRecord& a, const DumpRecord& b) { return a.timestamp_us < b.timestamp_us; });
+  }
+
   GlobalOptions g_;
   std::ostream& err_;
   std::unique_ptr<Index> index_;
@@ -74,6 +128,7 @@ class ServiceSource final : public DumpSource {
   explicit ServiceSource(const std::string& socket) : client_(socket) {}
 
   std::vector<DumpRecord> list() override { return client_.list(); }
+  void scan(const RecordQuery& q, const std::function<bool(DumpRecord&&)>& each) override { client_.scan(q, each); }
   std::optional<DumpRecord> get(const std::string& id) override {
     try {
       return client_.get(id);

@@ -132,23 +132,42 @@ nlohmann::json QueryClient::read_reply(const char* op) {
 }
 
 std::vector<DumpRecord> QueryClient::list() {
-  send(ListRequest{});
-  read_reply("list");
   std::vector<DumpRecord> out;
+  scan(RecordQuery{}, [&](DumpRecord&& r) {
+    out.push_back(std::move(r));
+    return true;
+  });
+  return out;
+}
+
+void QueryClient::scan(const RecordQuery& q, const std::function<bool(DumpRecord&&)>& each) {
+  send(ListRequest{q});
+  read_reply("list");
+  std::size_t count = 0;
+  bool wanted = true;
   for (;;) {
     const nlohmann::json j = nlohmann::json::parse(read_line(), nullptr, false);
     if (!j.is_object()) throw protocol_error(path_, "a list line that is not a JSON object");
     if (j.contains("end")) {
-      const auto count = j.find("count");
-      if (count == j.end() || !count->is_number_unsigned() || count->get<std::size_t>() != out.size())
+      const auto n = j.find("count");
+      if (n == j.end() || !n->is_number_unsigned() || n->get<std::size_t>() != count)
         throw protocol_error(path_, "the list's trailer does not count the records sent");
-      return out;
+      return;
     }
+    if (const auto ok = j.find("ok"); ok != j.end() && ok->is_boolean() && !ok->get<bool>()) {
+      // The store failed midway: the error line takes the trailer's place.
+      const std::optional<QueryErrorCode> code = parse_query_error_code(j.value("code", std::string()));
+      throw QueryRefused(code, query_refusal_message(code, j.value("error", std::string("(no message)"))));
+    }
+    ++count;
+    if (!wanted) continue;
+    DumpRecord r;
     try {
-      out.push_back(record_from_envelope(j));
+      r = record_from_envelope(j);
     } catch (const std::exception& e) {
       throw protocol_error(path_, std::string("a malformed record: ") + e.what());
     }
+    wanted = each(std::move(r));
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "cli/dumpctl.h"
 #include "store/dump_record.h"
 #include "store/query_protocol.h"
+#include "store/record_query.h"
 #include "util/unique_fd.h"
 
 namespace coredumpd::cli {
@@ -57,6 +59,11 @@ class QueryClient {
   /// {"op":"list"}: the records the peer may see, oldest first, without analysis. Checks the
   /// trailer's count. Throws QueryRefused, DumpctlError (a malformed reply, a hang-up, a timeout).
   std::vector<DumpRecord> list();
+  /// {"op":"list"} with `q`: calls `each` with every record the daemon sends, as it reads them (one
+  /// reply line at a time: nothing is collected). When `each` returns false the rest of the reply
+  /// is read and dropped, so the connection stays usable. Checks the trailer's count. Throws like
+  /// list().
+  void scan(const RecordQuery& q, const std::function<bool(DumpRecord&&)>& each);
   /// {"op":"get"} for full id `id`: the record with its analysis. Throws like list().
   DumpRecord get(const std::string& id);
   /// {"op":"core"} for full id `id`: the record and its core's descriptor. Throws like list(), also

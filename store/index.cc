@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "store/container_ref.h"
+#include "store/index_rows.h"
 #include "store/index_schema.h"
 #include "store/record_extras.h"
 #include "store/sqlite_stmt.h"
@@ -26,11 +27,11 @@ using sqlite::Stmt;
 constexpr const char* kDbName = "index.sqlite";
 
 // Column order shared by INSERT, UPDATE and SELECT: bind_record() and read_record() follow it.
-// The columns of schema versions 2 and 3 come last (see select_sql()).
+// extra and the columns of schema versions 2 and 3 come last (index_rows::select_columns()).
 constexpr const char* kSelectV1Columns =
     "SELECT id, state, reason, timestamp_us, pid, tid, uid, gid, euid, egid, comm, exe, argv, argc,"
     " cwd, cgroup, hostname, boot_id, coredump_mask, signal, crashing_tid_ns, core_size,"
-    " stored_size, compression, path, extra";
+    " stored_size, compression, path";
 
 constexpr const char* kInsert =
     "INSERT INTO dumps (id, state, reason, timestamp_us, pid, tid, uid, gid, euid, egid, comm, exe,"
@@ -152,9 +153,22 @@ void bind_record(Stmt& st, const DumpRecord& r, bool is_update) {
   if (!is_update) bind_analysis(st, 29, r.signature, r.signature_text, r.analysis);
 }
 
-/// The record at the current row of a statement from select_sql(). A database of schema version 1
-/// (opened read-only, so not migrated) has no rule and container_key columns: they are derived
-/// from extra, as the migration does; one older than 3 has no analysis.
+}  // namespace
+
+namespace index_rows {
+
+std::string select_columns(int version, bool with_analysis, const std::string& extra_expr) {
+  // Versions 1 to 3 always select 31 columns: the missing ones as NULL, so the count is fixed.
+  std::string sql = std::string(kSelectV1Columns) + ", " + extra_expr;
+  sql += version >= 2 ? ", rule, container_key" : ", NULL, NULL";
+  if (version >= 3) {
+    sql += with_analysis ? ", signature, signature_text, analysis" : ", signature, signature_text, NULL";
+  } else {
+    sql += ", NULL, NULL, NULL";
+  }
+  return sql;
+}
+
 DumpRecord read_record(const Stmt& st, const std::string& path, int version) {
   DumpRecord r;
   r.id = st.bytes(0);
@@ -208,7 +222,9 @@ DumpRecord read_record(const Stmt& st, const std::string& path, int version) {
   return r;
 }
 
-}  // namespace
+}  // namespace index_rows
+
+using index_rows::read_record;
 
 std::string Index::db_path(const std::string& store_dir) {
   if (!store_dir.empty() && store_dir.back() == '/') return store_dir + kDbName;
@@ -216,10 +232,7 @@ std::string Index::db_path(const std::string& store_dir) {
 }
 
 std::string Index::select_sql(bool with_analysis) const {
-  std::string sql = kSelectV1Columns;
-  if (version_ >= 2) sql += ", rule, container_key";
-  if (version_ >= 3) sql += with_analysis ? ", signature, signature_text, analysis" : ", signature, signature_text, NULL";
-  return sql + " FROM dumps";
+  return index_rows::select_columns(version_, with_analysis) + " FROM dumps";
 }
 
 void Index::write_one(const DumpRecord& r, bool is_update) {

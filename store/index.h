@@ -1,7 +1,10 @@
 // The crash-safe index of dumps: an SQLite database (WAL mode) in the store directory.
 #pragma once
 
+#include <sys/types.h>
+
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "store/dump_record.h"
+#include "store/record_query.h"
 
 struct sqlite3;
 
@@ -33,6 +37,27 @@ struct RowSummary {
   std::string path;               ///< core file name, or ""
   std::string rule;               ///< DumpRecord::rule (the `rule` column)
   bool vacuumed = false;          ///< extra["vacuumed"] is an object (retention removed the core)
+};
+
+/// A scan of the index that runs a page at a time (Index::scan_page()): the query service answers a
+/// list in pages, with no statement, and so no read transaction, open between them. Set `query`
+/// (and `visible_to`), leave the rest to scan_page().
+struct IndexScan {
+  RecordQuery query;
+  /// Only the dumps peer_may_see() (store/query_protocol.h) shows this uid: checked in SQL (uid,
+  /// euid, gid = egid) and on each record. std::nullopt: every dump.
+  std::optional<uid_t> visible_to;
+
+  /// A row's place in the index's order: timestamp_us, then rowid (insertion order).
+  struct Key {
+    std::int64_t timestamp_us = 0;
+    std::int64_t rowid = 0;
+  };
+  bool started = false;      ///< the first page ran (a limit's first row is known)
+  bool done = false;         ///< nothing more to deliver
+  std::optional<Key> first;  ///< oldest first with a limit: the oldest of the newest `limit` rows
+  std::optional<Key> last;   ///< the last row delivered
+  std::size_t delivered = 0;
 };
 
 /// The SQLite index `<store>/index.sqlite`. One instance may be shared by threads: every call takes
@@ -99,6 +124,22 @@ class Index {
   /// that match. Narrowed in SQL by the container_key column and the recorded name and id (every
   /// row of an index too old to have the column). Throws IndexError like list().
   std::vector<DumpRecord> list_container_candidates(const std::string& ref) const;
+  /// Calls `each` with every record `q` selects, in the order and up to the limit it asks for, until
+  /// `each` returns false (store/record_query.h; the same answers as record_matches() over list()).
+  /// Streams: no more than one record is held. The time range walks the timestamp_us index; the
+  /// matches on columns are SQL conditions, the others are checked by record_matches() once the
+  /// row is decoded. A limit with oldest-first delivery first finds the oldest of the newest N
+  /// (a second pass over the rows when a match needs decoding), then streams from there.
+  /// `q.with_extra` false reads, of `extra`, only the small facts (index_scan.cc kListedExtras:
+  /// container, owner_may_read, rlimit_core, vacuumed, ...), never the captures; `analysis` is
+  /// never read. Throws IndexError like list(); `each`'s exceptions pass through.
+  void scan(const RecordQuery& q, const std::function<bool(DumpRecord&&)>& each) const;
+  /// The next page of `s`: calls `each` with up to `max_rows` (>= 1) records, from where the last
+  /// page stopped; sets s.done when the scan is over. Rows inserted between pages are seen if they
+  /// sort after the last one delivered. Throws IndexError like list().
+  void scan_page(IndexScan& s, std::size_t max_rows, const std::function<void(DumpRecord&&)>& each) const;
+  /// Every row's id, in list() order: short ids are computed against all of them. Throws IndexError.
+  std::vector<std::string> list_ids() const;
   /// Every row's RowSummary, in list() order. Throws IndexError (also for an unknown state).
   std::vector<RowSummary> list_summaries() const;
   /// The record with this id, or std::nullopt. Throws IndexError like list().
@@ -138,6 +179,8 @@ class Index {
   /// The SELECT of every column read_record() reads, for this database's schema version; the
   /// analysis column only `with_analysis` (else NULL in its place: a report may be 1 MiB).
   std::string select_sql(bool with_analysis = false) const;
+  /// scan_page() and scan(): up to `max_rows` records of `s`'s next page, under the mutex.
+  std::vector<DumpRecord> next_page(IndexScan& s, std::size_t max_rows) const;
   /// insert()/update(): queues the write and waits; the first waiter without a leader commits
   /// every queued write in one transaction (group commit), one SAVEPOINT each.
   void store(const DumpRecord& r, bool is_update);

@@ -58,21 +58,56 @@ std::variant<std::string, QueryError> id_field(const json& j) {
 // Text that may hold bytes that are not UTF-8 (an error naming a file) still makes one JSON line.
 std::string line_of(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace) + '\n'; }
 
+// An optional boolean field: absent or null is `fallback`.
+std::variant<bool, QueryError> bool_field(const json& j, const char* key, bool fallback) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) return bad(std::string(key) + " is not a boolean");
+  return it->get<bool>();
+}
+
+std::variant<QueryRequest, QueryError> parse_list(const json& j) {
+  ListRequest r;
+  RecordQuery& q = r.query;
+  auto since = int64_field(j, "since_us");
+  if (auto* e = std::get_if<QueryError>(&since)) return std::move(*e);
+  auto until = int64_field(j, "until_us");
+  if (auto* e = std::get_if<QueryError>(&until)) return std::move(*e);
+  auto limit = int64_field(j, "limit");
+  if (auto* e = std::get_if<QueryError>(&limit)) return std::move(*e);
+  auto newest_first = bool_field(j, "newest_first", false);
+  if (auto* e = std::get_if<QueryError>(&newest_first)) return std::move(*e);
+  auto with_extra = bool_field(j, "with_extra", true);
+  if (auto* e = std::get_if<QueryError>(&with_extra)) return std::move(*e);
+  q.since_us = std::get<0>(since);
+  q.until_us = std::get<0>(until);
+  if (const auto n = std::get<0>(limit)) {
+    if (*n < 0) return bad("limit is negative");
+    q.limit = static_cast<std::size_t>(*n);
+  }
+  q.newest_first = std::get<0>(newest_first);
+  q.with_extra = std::get<0>(with_extra);
+  if (const auto it = j.find("matches"); it != j.end() && !it->is_null()) {
+    if (!it->is_array()) return bad("matches is not an array");
+    for (const auto& m : *it) {
+      const auto field = m.is_object() ? m.find("field") : m.end();
+      const auto value = m.is_object() ? m.find("value") : m.end();
+      if (!m.is_object() || field == m.end() || !field->is_string() || value == m.end())
+        return bad("a match is not {\"field\": string, \"value\": bytes}");
+      auto bytes = bytes_from_json(*value);
+      if (!bytes) return bad("a match's value is not a string or an array of bytes");
+      q.matches.push_back({field->get<std::string>(), std::move(*bytes)});
+    }
+  }
+  return QueryRequest{std::move(r)};
+}
+
 std::variant<QueryRequest, QueryError> parse_object(const json& j) {
   const auto op_it = j.find("op");
   if (op_it == j.end()) return bad("\"op\" is missing");
   if (!op_it->is_string()) return bad("\"op\" is not a string");
   const auto& op = op_it->get_ref<const std::string&>();
-  if (op == "list") {
-    ListRequest r;
-    auto since = int64_field(j, "since_us");
-    if (auto* e = std::get_if<QueryError>(&since)) return std::move(*e);
-    auto until = int64_field(j, "until_us");
-    if (auto* e = std::get_if<QueryError>(&until)) return std::move(*e);
-    r.since_us = std::get<0>(since);
-    r.until_us = std::get<0>(until);
-    return QueryRequest{r};
-  }
+  if (op == "list") return parse_list(j);
   if (op == "get" || op == "core") {
     auto id = id_field(j);
     if (auto* e = std::get_if<QueryError>(&id)) return std::move(*e);
@@ -104,9 +139,17 @@ std::variant<QueryRequest, QueryError> parse_query_request(std::string_view line
 std::string query_request_line(const QueryRequest& r) {
   json j;
   if (const auto* l = std::get_if<ListRequest>(&r)) {
+    const RecordQuery& q = l->query;
     j["op"] = "list";
-    if (l->since_us) j["since_us"] = *l->since_us;
-    if (l->until_us) j["until_us"] = *l->until_us;
+    if (q.since_us) j["since_us"] = *q.since_us;
+    if (q.until_us) j["until_us"] = *q.until_us;
+    if (!q.matches.empty()) {
+      j["matches"] = json::array();
+      for (const auto& m : q.matches) j["matches"].push_back({{"field", m.field}, {"value", bytes_to_json(m.value)}});
+    }
+    if (q.limit) j["limit"] = static_cast<std::uint64_t>(*q.limit);
+    if (q.newest_first) j["newest_first"] = true;
+    if (!q.with_extra) j["with_extra"] = false;
   } else if (const auto* g = std::get_if<GetRequest>(&r)) {
     j = {{"op", "get"}, {"id", g->id}};
   } else if (const auto* c = std::get_if<CoreRequest>(&r)) {

@@ -5,11 +5,16 @@
 // line, a JSON object of at most kMaxRequestBytes including the '\n'; the daemon answers each with
 // one or more lines, in order, then waits for the next request or the hang-up:
 //
-//   {"op":"list"[,"since_us":N][,"until_us":N]}
+//   {"op":"list"[,"since_us":N][,"until_us":N][,"matches":[{"field":F,"value":V},...]]
+//    [,"limit":N][,"newest_first":B][,"with_extra":B]}    (a RecordQuery, store/record_query.h)
 //       -> {"ok":true,"op":"list"}              header
-//          {"record":…,"rule":…,...}           one record_envelope() per visible dump, oldest
-//          ...                                  first, without "analysis" (it may be 1 MiB)
+//          {"record":…,"rule":…,...}           one record_envelope() per visible dump the query
+//          ...                                  selects, in its order (oldest first by default),
+//                                               without "analysis" (it may be 1 MiB); "extra"
+//                                               reduced to the small facts when with_extra is false
 //          {"end":true,"count":N}              trailer: N envelopes were sent
+//       The daemon reads the index a page at a time as the client reads the reply; if the store
+//       fails midway, an error line takes the trailer's place.
 //   {"op":"get","id":"<32 hex>"}
 //       -> {"ok":true,"op":"get","dump":<record_envelope(), with analysis>}
 //   {"op":"core","id":"<32 hex>"}
@@ -39,6 +44,7 @@
 #include <nlohmann/json.hpp>
 
 #include "store/dump_record.h"
+#include "store/record_query.h"
 
 namespace coredumpd {
 
@@ -66,8 +72,12 @@ const char* query_error_code_name(QueryErrorCode c);
 /// The inverse of query_error_code_name(); std::nullopt for an unknown name.
 std::optional<QueryErrorCode> parse_query_error_code(std::string_view name);
 
+/// A list: the dumps `query` selects among those the peer may see. On the wire every member is
+/// optional: "since_us"/"until_us" (integers, inclusive), "matches" (an array of {"field": string,
+/// "value": bytes_to_json() of the value}), "limit" (integer >= 0), "newest_first" and
+/// "with_extra" (booleans; with_extra defaults to true, as before the query was sent).
 struct ListRequest {
-  std::optional<std::int64_t> since_us, until_us;  ///< inclusive bounds on timestamp_us
+  RecordQuery query;
 };
 struct GetRequest {
   std::string id;  ///< 32 lower-case hex chars

@@ -42,26 +42,37 @@ QueryReply QueryReply::line(std::string text, bool ok, UniqueFd fd) {
   return r;
 }
 
-QueryReply QueryReply::list(std::vector<DumpRecord> records) {
+QueryReply QueryReply::list(std::shared_ptr<const Index> index, IndexScan scan) {
   QueryReply r;
   r.pending_ = ok_line({{"ok", true}, {"op", "list"}});
-  r.records_ = std::move(records);
+  r.index_ = std::move(index);
+  r.scan_ = std::move(scan);
   r.trailer_due_ = true;
   return r;
 }
 
 std::string QueryReply::next_chunk(std::size_t max_bytes) {
-  while (pending_.size() < max_bytes && next_record_ < records_.size()) {
-    DumpRecord& r = records_[next_record_++];
-    r.analysis = nullptr;  // Index::list() leaves it null; said again, since the protocol promises it
-    pending_ += ok_line(record_envelope(r));
-    r = DumpRecord();  // formatted: its memory goes
+  // Pages are small (a record with its /proc capture may be 100 KB), so a chunk overshoots
+  // max_bytes by at most a page.
+  const std::size_t page_rows = scan_.query.with_extra ? kListPageRowsWithExtra : kListPageRows;
+  while (trailer_due_ && pending_.size() < max_bytes && !scan_.done) {
+    try {
+      index_->scan_page(scan_, page_rows, [&](DumpRecord&& r) {
+        r.analysis = nullptr;  // scan() leaves it null; said again, since the protocol promises it
+        pending_ += ok_line(record_envelope(r));
+        ++sent_;
+      });
+    } catch (const std::exception& e) {
+      pending_ += query_error_line({QueryErrorCode::Internal, std::string("cannot read the store: ") + e.what()});
+      trailer_due_ = false;
+      ok_ = false;
+      index_.reset();
+    }
   }
-  if (trailer_due_ && next_record_ == records_.size() && pending_.size() < max_bytes) {
-    pending_ += ok_line({{"end", true}, {"count", records_.size()}});
+  if (trailer_due_ && scan_.done && pending_.size() < max_bytes) {
+    pending_ += ok_line({{"end", true}, {"count", sent_}});
     trailer_due_ = false;
-    records_.clear();
-    next_record_ = 0;
+    index_.reset();
   }
   return std::exchange(pending_, std::string());
 }
@@ -81,9 +92,9 @@ QueryAnswers::QueryAnswers(std::string store_dir, std::function<QueryStatus()> s
   if (!store_dirfd_) throw std::system_error(errno, std::generic_category(), "opening store " + store_dir_);
 }
 
-Index& QueryAnswers::index() {
-  if (!index_) index_ = std::make_unique<Index>(store_dir_, /*writable=*/false);
-  return *index_;
+std::shared_ptr<Index> QueryAnswers::index() {
+  if (!index_) index_ = std::make_shared<Index>(store_dir_, /*writable=*/false);
+  return index_;
 }
 
 QueryReply QueryAnswers::answer(const QueryRequest& request, uid_t peer_uid) {
@@ -99,19 +110,14 @@ QueryReply QueryAnswers::answer(const QueryRequest& request, uid_t peer_uid) {
 }
 
 QueryReply QueryAnswers::list(const ListRequest& r, uid_t peer_uid) {
-  std::vector<DumpRecord> all = index().list();
-  std::vector<DumpRecord> visible;
-  for (auto& d : all) {
-    if (!peer_may_see(d, peer_uid)) continue;
-    if (r.since_us && d.timestamp_us < *r.since_us) continue;
-    if (r.until_us && d.timestamp_us > *r.until_us) continue;
-    visible.push_back(std::move(d));
-  }
-  return QueryReply::list(std::move(visible));
+  IndexScan scan;
+  scan.query = r.query;
+  scan.visible_to = peer_uid;
+  return QueryReply::list(index(), std::move(scan));
 }
 
 QueryReply QueryAnswers::get(const std::string& id, uid_t peer_uid, bool with_core) {
-  std::optional<DumpRecord> d = index().get(id);
+  std::optional<DumpRecord> d = index()->get(id);
   if (!d || !peer_may_see(*d, peer_uid)) return not_found();
   if (!with_core) return QueryReply::line(ok_line({{"ok", true}, {"op", "get"}, {"dump", record_envelope(*d)}}), true);
 
@@ -136,7 +142,7 @@ QueryReply QueryAnswers::get(const std::string& id, uid_t peer_uid, bool with_co
 QueryReply QueryAnswers::status() {
   QueryStatus s = status_ ? status_() : QueryStatus{};
   try {
-    const json used = usage_json(usage(index(), store_dirfd_.get()));
+    const json used = usage_json(usage(*index(), store_dirfd_.get()));
     for (const auto& [k, v] : used.items()) s.store_usage[k] = v;
   } catch (const std::exception& e) {
     index_.reset();

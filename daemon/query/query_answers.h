@@ -22,11 +22,19 @@ namespace coredumpd {
 /// records is never formatted at once, and the descriptor that goes with the first byte.
 class QueryReply {
  public:
+  /// Records a list reply reads from the index at a time: with the /proc captures (up to ~100 KB
+  /// a record) and without (~1 KB): a reply holds about one chunk plus one page.
+  static constexpr std::size_t kListPageRowsWithExtra = 4;
+  static constexpr std::size_t kListPageRows = 64;
+
   /// A reply of one line (with its '\n'), a success or an error line (`ok`); `fd` >= 0 travels
   /// with its first byte.
   static QueryReply line(std::string text, bool ok, UniqueFd fd = UniqueFd());
-  /// A list reply: header, one envelope per record, trailer.
-  static QueryReply list(std::vector<DumpRecord> records);
+  /// A list reply: header, one envelope per record `scan` selects, trailer. The records are read
+  /// from `index` a page at a time as chunks are asked for (Index::scan_page(): no statement open
+  /// between chunks), so a reply holds at most a page of records; a page that fails to read ends
+  /// the reply with an error line instead of the trailer.
+  static QueryReply list(std::shared_ptr<const Index> index, IndexScan scan);
 
   /// The next bytes to send, about `max_bytes` or fewer (whole lines); "" when the reply is done.
   std::string next_chunk(std::size_t max_bytes);
@@ -37,8 +45,9 @@ class QueryReply {
 
  private:
   std::string pending_;                ///< formatted, not yet handed out
-  std::vector<DumpRecord> records_;    ///< list: records still to format
-  std::size_t next_record_ = 0;
+  std::shared_ptr<const Index> index_;  ///< list: where the pages come from
+  IndexScan scan_;                     ///< list: where the scan is
+  std::size_t sent_ = 0;               ///< list: envelopes formatted
   bool trailer_due_ = false;
   bool ok_ = true;
   UniqueFd fd_;
@@ -63,12 +72,12 @@ class QueryAnswers {
   QueryReply list(const ListRequest& r, uid_t peer_uid);
   QueryReply get(const std::string& id, uid_t peer_uid, bool with_core);
   QueryReply status();
-  Index& index();  // throws IndexError
+  std::shared_ptr<Index> index();  // throws IndexError
 
   std::string store_dir_;
   UniqueFd store_dirfd_;
   std::function<QueryStatus()> status_;
-  std::unique_ptr<Index> index_;
+  std::shared_ptr<Index> index_;  ///< shared with the list replies still reading from it
 };
 
 /// Opens core file `name` (DumpRecord::path) read-only in directory `dirfd`, refusing a name that

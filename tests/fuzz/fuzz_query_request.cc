@@ -52,7 +52,9 @@ void check_request(const QueryRequest& r) {
   FUZZ_CHECK(query_request_line(again) == line);
   if (const auto* l = std::get_if<ListRequest>(&r)) {
     const auto& l2 = std::get<ListRequest>(again);
-    FUZZ_CHECK(l->since_us == l2.since_us && l->until_us == l2.until_us);
+    const RecordQuery &q = l->query, &q2 = l2.query;
+    FUZZ_CHECK(q.since_us == q2.since_us && q.until_us == q2.until_us && q.matches == q2.matches &&
+               q.limit == q2.limit && q.newest_first == q2.newest_first && q.with_extra == q2.with_extra);
   }
 }
 

@@ -29,11 +29,22 @@ QueryRequest request_of(std::string_view line) {
 
 TEST(QueryProtocol, ParsesEachOp) {
   auto l = std::get<ListRequest>(request_of(R"({"op":"list"})"));
-  EXPECT_FALSE(l.since_us);
-  EXPECT_FALSE(l.until_us);
+  EXPECT_FALSE(l.query.since_us);
+  EXPECT_FALSE(l.query.until_us);
+  EXPECT_TRUE(l.query.matches.empty());
+  EXPECT_FALSE(l.query.limit);
+  EXPECT_FALSE(l.query.newest_first);
+  EXPECT_TRUE(l.query.with_extra);  // a request from before the query: whole records, as then
   l = std::get<ListRequest>(request_of(R"({"op":"list","since_us":5,"until_us":-7,"x":[1]})"));
-  EXPECT_EQ(l.since_us, 5);
-  EXPECT_EQ(l.until_us, -7);
+  EXPECT_EQ(l.query.since_us, 5);
+  EXPECT_EQ(l.query.until_us, -7);
+  l = std::get<ListRequest>(request_of(
+      R"({"op":"list","matches":[{"field":"COREDUMP_COMM","value":"a b"},{"field":"COREDUMP_EXE","value":[47,255]}],)"
+      R"("limit":3,"newest_first":true,"with_extra":false})"));
+  EXPECT_EQ(l.query.matches, (std::vector<FieldMatch>{{"COREDUMP_COMM", "a b"}, {"COREDUMP_EXE", "/\xff"}}));
+  EXPECT_EQ(l.query.limit, 3u);
+  EXPECT_TRUE(l.query.newest_first);
+  EXPECT_FALSE(l.query.with_extra);
   EXPECT_EQ(std::get<GetRequest>(request_of(R"({"op":"get","id":")" + kId + "\"}")).id, kId);
   EXPECT_EQ(std::get<CoreRequest>(request_of(R"({"id":")" + kId + R"(","op":"core"})")).id, kId);
   EXPECT_TRUE(std::holds_alternative<StatusRequest>(request_of(R"( {"op":"status"} )")));
@@ -46,7 +57,13 @@ TEST(QueryProtocol, RefusesMalformedRequests) {
                            R"({"op":"get","id":7})", R"({"op":"core","id":"abc"})",
                            R"({"op":"get","id":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"})",
                            R"({"op":"get","id":"../../../../../../etc/passwd.zst"})",
-                           "{\"op\":\"st\xff\"}", "{\"op\":\"status\"}garbage"}) {
+                           "{\"op\":\"st\xff\"}", "{\"op\":\"status\"}garbage",
+                           R"({"op":"list","limit":-1})", R"({"op":"list","limit":1.5})",
+                           R"({"op":"list","newest_first":1})", R"({"op":"list","with_extra":"no"})",
+                           R"({"op":"list","matches":{}})", R"({"op":"list","matches":[["COREDUMP_PID","1"]]})",
+                           R"({"op":"list","matches":[{"field":1,"value":"1"}]})",
+                           R"({"op":"list","matches":[{"field":"COREDUMP_PID"}]})",
+                           R"({"op":"list","matches":[{"field":"COREDUMP_PID","value":[256]}]})"}) {
     EXPECT_EQ(error_of(line).code, QueryErrorCode::BadRequest) << line;
   }
   EXPECT_EQ(error_of(std::string(1'000'000, '[')).code, QueryErrorCode::TooLarge);
@@ -56,7 +73,14 @@ TEST(QueryProtocol, RefusesMalformedRequests) {
 }
 
 TEST(QueryProtocol, RequestLinesRoundTrip) {
-  for (const QueryRequest& r : {QueryRequest{ListRequest{}}, QueryRequest{ListRequest{1, 2}},
+  RecordQuery full;
+  full.since_us = 1;
+  full.until_us = 2;
+  full.matches = {{"COREDUMP_PID", "7"}, {"COREDUMP_COMM", std::string("\xff\x01", 2)}, {"COREDUMP_PID", "8"}};
+  full.limit = 0;
+  full.newest_first = true;
+  full.with_extra = false;
+  for (const QueryRequest& r : {QueryRequest{ListRequest{}}, QueryRequest{ListRequest{full}},
                                 QueryRequest{GetRequest{kId}}, QueryRequest{CoreRequest{kId}},
                                 QueryRequest{StatusRequest{}}}) {
     const std::string line = query_request_line(r);
