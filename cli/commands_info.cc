@@ -61,13 +61,16 @@ int cmd_info(const GlobalOptions& g, const InfoOptions& o, const Io& io) {
   }
   const ShortIds short_ids(std::move(ids));
   std::size_t shown = 0;
-  for_each_selected(*source, q, sel, {}, [&](DumpRecord&& listed) {
-    // The scan leaves the analysis out (a report may be 1 MiB): read the record in full.
-    const std::optional<DumpRecord> full = source->get(listed.id);
-    if (!full) return;  // vacuumed while it was read
+  // The ids first, then each record in full (the scan leaves the analysis out: a report may be
+  // 1 MiB): the service answers one request at a time, so no get() may run inside its scan.
+  std::vector<std::string> selected;
+  for_each_selected(*source, q, sel, {}, [&](DumpRecord&& listed) { selected.push_back(std::move(listed.id)); });
+  for (const auto& id : selected) {
+    const std::optional<DumpRecord> full = source->get(id);
+    if (!full) continue;  // vacuumed while it was read
     if (shown++ > 0 && sel.json == JsonMode::Off) io.out << '\n';  // coredumpctl: a blank line between
     print_info_record(*source, *full, short_ids, o, io);
-  });
+  }
   io.out.flush();
   if (shown == 0) {
     if (!sel.quiet) io.err << "No coredumps found.\n";

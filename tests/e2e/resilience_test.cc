@@ -332,7 +332,7 @@ TEST_F(Resilience, HostileNamesAreStoredSafely) {
   const auto json = nlohmann::json::parse(json_text);  // throws if the output is not JSON
   ASSERT_EQ(json.size(), 1u);
   // The listing has coredumpctl's columns and ours; the whole record (argv) is `info --json`'s.
-  const auto [ist, info_text] = run_capture({DUMPCTL_BIN, "--store", store_, "info", "--json", rec->id});
+  const auto [ist, info_text] = run_capture({DUMPCTL_BIN, "--store", store_, "info", "--json=pretty", rec->id});
   const auto info = nlohmann::json::parse(info_text);
   ASSERT_EQ(info["argv"].size(), argv.size());
   EXPECT_EQ(bytes_from_json(info["argv"][8]), std::string("\xc3\x28"));

@@ -68,7 +68,7 @@ rc=0
 (ulimit -c unlimited && exec "$CRASHER" --mode segv) 9>&- 2>/dev/null || rc=$?
 ((rc == 128 + 11)) || fail "crasher exited with $rc, expected SIGSEGV"
 complete() {
-  "$DUMPCTL" --store "$store" info --json 2>/dev/null |
+  "$DUMPCTL" --store "$store" info --json=pretty 2>/dev/null |
     "$PYTHON" -c 'import json,sys; sys.exit(json.load(sys.stdin).get("state") != "complete")' 2>/dev/null
 }
 wait_for 30 complete || fail "the crash did not reach the daemon through the installed pattern"

@@ -53,7 +53,7 @@ rc=0
 ((rc == 128 + 11)) || fail "crasher exited with $rc, expected death by SIGSEGV"
 
 # Bounded wait until the dump is indexed as complete.
-info() { "$DUMPCTL" --store "$store" info --json 2>/dev/null; }
+info() { "$DUMPCTL" --store "$store" info --json=pretty 2>/dev/null; }
 state() { info | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin).get("state",""))' 2>/dev/null; }
 complete() { [[ $(state) == complete ]]; }
 wait_for 30 complete || fail "no complete dump in the store within 30 s"

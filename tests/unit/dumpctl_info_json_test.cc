@@ -134,7 +134,7 @@ TEST_F(DumpctlInfoJson, ListJsonHasCoredumpctlsKeysAndOursWithoutTheProcCapture)
   b.exe.clear();
   Index(store_, true).update(b);
 
-  const Result res = run({"list", "--json"});
+  const Result res = run({"list", "--json=pretty"});
   ASSERT_EQ(res.rc, 0) << res.err;
   const auto j = nlohmann::json::parse(res.out);
   ASSERT_EQ(j.size(), 2U);
@@ -161,7 +161,7 @@ TEST_F(DumpctlInfoJson, ListJsonHasCoredumpctlsKeysAndOursWithoutTheProcCapture)
   EXPECT_LT(res.out.size(), 1200U) << "no /proc capture in the listing:\n" << res.out;
 
   // info --json: the whole record, the capture included, with the same coredumpctl keys.
-  const auto info = nlohmann::json::parse(run({"info", "--json", a.id}).out);
+  const auto info = nlohmann::json::parse(run({"info", "--json=pretty", a.id}).out);
   EXPECT_EQ(info["extra"]["proc"]["maps"].get<std::string>().size(), 100'000U);
   for (const auto& k : keys) EXPECT_EQ(info[k], j[0][k]) << k;
   EXPECT_EQ(info["signal"], SIGSEGV) << "the record's own keys stay";
