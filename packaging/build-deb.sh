@@ -8,6 +8,7 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$src/build/release
+mkdir -p "$src/build"
 exec 9>"$build.lock"
 flock 9
 
