@@ -34,8 +34,9 @@ for ((run = 0; run < runs; run++)); do
   for cmd in "list" "list -S $since" "list -n 10" "list --json"; do
     for dumpctl in "$@"; do
       read -r -a args <<< "$cmd"
-      help=$("$dumpctl" --store "$work" list --help 2>&1 || true)
-      if [[ ${args[1]:-} == "-n" ]] && ! grep -q -- '-n\b' <<< "$help"; then
+      # -n and --json=VALUE are global options (dumpctl --help), as in coredumpctl.
+      help=$("$dumpctl" --help 2>&1 || true)
+      if [[ ${args[1]:-} == "-n" ]] && ! grep -qE -- '^ +-n ' <<< "$help"; then
         printf '%-40s %-16s %8s %8s\n' "$dumpctl" "$cmd" "n/a" "n/a"  # a build without -n (issue 24)
         continue
       fi
