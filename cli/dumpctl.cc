@@ -14,6 +14,7 @@
 #include "cli/format.h"
 #include "cli/store_commands.h"
 #include "cli/temp_file.h"
+#include "cli/verb_commands.h"
 
 namespace coredumpd::cli {
 
@@ -85,6 +86,7 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
 
   const StoreCommands store_commands(app);  // du, vacuum, verify
   const AnalysisCommands analysis_commands(app);  // analyze, signatures
+  const VerbCommands verb_commands(app);  // delete, export
 
   std::vector<const char*> argv;
   argv.reserve(args.size());
@@ -108,6 +110,7 @@ int dumpctl_main(const std::vector<std::string>& args, const Io& io) {
     if (*debug) return cmd_debug(global, debug_opts, io);
     if (const auto rc = store_commands.run(global, io)) return *rc;
     if (const auto rc = analysis_commands.run(global, io)) return *rc;
+    if (const auto rc = verb_commands.run(global, io)) return *rc;
     return cmd_list(global, list_opts, io);
   } catch (const std::exception& e) {
     io.out.flush();
