@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -20,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include "store/index.h"
 #include "store/query_protocol.h"
@@ -126,7 +128,7 @@ class DumpctlVerbs : public ::testing::Test {
   std::string add(Index& index, int n, std::int64_t uid, std::int64_t euid, bool owner_may_read) {
     DumpRecord r;
     char id[33];
-    std::snprintf(id, sizeof id, "%016llx%016llx", 0x7e0000000000ULL + static_cast<unsigned long long>(n), 0x1234ULL + n);
+    std::snprintf(id, sizeof id, "%016llx%016llx", 0x7e0000000000ULL + static_cast<unsigned long long>(n), 0x1234ULL + static_cast<unsigned long long>(n));
     r.id = id;
     r.state = DumpState::Complete;
     r.timestamp_us = 1'700'000'000'000'000 + n * 1'000'000;
@@ -172,6 +174,7 @@ class DumpctlVerbs : public ::testing::Test {
   /// The reply to `line` sent by uid `uid` (a forked child connects as that user).
   nlohmann::json ask_as(uid_t uid, const std::string& line) {
     const std::string reply_path = user_dir_ + "/reply";
+    std::filesystem::remove(reply_path);  // the child may be another user: it creates a new one
     const pid_t pid = ::fork();
     if (pid == 0) {
       if (::setresgid(kGroup, kGroup, kGroup) != 0 || ::setresuid(uid, uid, uid) != 0) ::_exit(125);
@@ -231,7 +234,7 @@ TEST_F(DumpctlVerbs, UserDeletesTheirOwnThroughTheService) {
   // Root's dump and the set-uid program's: not the user's to see, so not to delete either; the
   // service answers as for a dump that does not exist, and nothing is touched.
   for (const auto& id : {roots_, setuid_}) {
-    const nlohmann::json reply = ask_as(kUser, R"({"op":"delete","id":")" + id + "\"}\n");
+    nlohmann::json reply = ask_as(kUser, R"({"op":"delete","id":")" + id + "\"}\n");
     EXPECT_EQ(reply["ok"], false) << reply.dump();
     EXPECT_EQ(reply["code"], "not_found") << reply.dump();
     EXPECT_TRUE(row(id) && file(id)) << id;
@@ -249,7 +252,7 @@ TEST_F(DumpctlVerbs, ExportArchiveHoldsTheCoreTheExecutableAndTheRecord) {
   const Result r = as_root({"export", mine_, "-o", user_dir_ + "/bug.tar.zst"});
   ASSERT_EQ(r.rc(), 0) << r.err;
   const std::string prefix = "coredump-" + mine_.substr(0, 12);
-  const std::string listing = *run_command({"bsdtar", "-tf", user_dir_ + "/bug.tar.zst"});
+  const std::string listing = run_command({"bsdtar", "-tf", user_dir_ + "/bug.tar.zst"}).value_or("");
   for (const auto& name : {"/core", "/record.json", "/files.json", "/README", "/usr/bin/true"})
     EXPECT_NE(listing.find(prefix + name), std::string::npos) << name << " in\n" << listing;
 
@@ -263,6 +266,43 @@ TEST_F(DumpctlVerbs, ExportArchiveHoldsTheCoreTheExecutableAndTheRecord) {
   EXPECT_EQ(read_file(x + "/" + prefix + "/usr/bin/true"), read_file("/usr/bin/true"));
   EXPECT_EQ(nlohmann::json::parse(*read_file(x + "/" + prefix + "/record.json")).at("record").at("id"), mine_);
   EXPECT_NE(read_file(x + "/" + prefix + "/README")->find("set sysroot ."), std::string::npos);
+}
+
+TEST_F(DumpctlVerbs, ExportAddsTheLibrariesOfARealCore) {
+  if (::system("command -v gcore >/dev/null && command -v bsdtar >/dev/null") != 0)
+    GTEST_SKIP() << "gcore (gdb) or bsdtar is not installed";
+  // A real core with an NT_FILE note: gcore of a sleeping process.
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(200ms);
+  const std::string gcore_out = user_dir_ + "/gcore";
+  const bool made = run_command({"gcore", "-o", gcore_out, std::to_string(child)}).has_value();
+  ::kill(child, SIGKILL);
+  wait_for(child, 10s);
+  ASSERT_TRUE(made) << "gcore failed";
+  const std::string core = read_file(gcore_out + "." + std::to_string(child)).value_or("");
+  ASSERT_FALSE(core.empty());
+  {
+    Index index(store_, true);
+    DumpRecord d = *index.get(mine_);
+    const std::string z = zstd_compress(core);
+    std::ofstream(store_ + "/" + d.path, std::ios::binary | std::ios::trunc) << z;
+    d.exe = "/bin/sleep";
+    d.core_size = core.size();
+    d.stored_size = z.size();
+    index.update(d);
+  }
+  const Result r = as_root({"export", mine_, "-o", user_dir_ + "/real.tar.zst"});
+  ASSERT_EQ(r.rc(), 0) << r.err;
+  const std::string listing = run_command({"bsdtar", "-tf", user_dir_ + "/real.tar.zst"}).value_or("");
+  EXPECT_NE(listing.find("/bin/sleep"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("/libc.so.6"), std::string::npos) << "libc, from NT_FILE: " << listing;
+  EXPECT_NE(listing.find("/ld-linux-x86-64.so.2"), std::string::npos) << listing;
+  const auto archived = run_command({"bsdtar", "-xOf", user_dir_ + "/real.tar.zst", "coredump-" + mine_.substr(0, 12) + "/core"});
+  EXPECT_TRUE(archived == core) << "the core, byte for byte";
 }
 
 TEST_F(DumpctlVerbs, ExportListsMissingFilesAndWorksForTheUser) {
