@@ -14,6 +14,7 @@
 #include "daemon/journal/journal_fields.h"
 #include "daemon/policy/container_info.h"
 #include "store/record_extras.h"
+#include "tests/unit/crash_record_fixture.h"
 #include "util/text.h"
 
 namespace coredumpd::journal {
@@ -53,23 +54,8 @@ analysis::CrashReport ok_report() {
 
 // A stored, analysed crash of a system service, with every capture coredumpd makes.
 DumpRecord full_record() {
-  DumpRecord r;
-  r.id = "00112233445566778899aabbccddeeff";
-  r.state = DumpState::Complete;
-  r.timestamp_us = 1764900000123456;
-  r.pid = 4242;
-  r.uid = 1000;
-  r.gid = 1001;
-  r.comm = "prog1";
-  r.exe = "/usr/bin/prog1";
-  r.argv = {"/usr/bin/prog1", "--flag", "two words"};
-  r.cwd = "/srv";
+  DumpRecord r = test::crash_record();
   r.cgroup = "0::/system.slice/prog.service\n";
-  r.hostname = "box";
-  r.signal = 11;
-  r.compression = "zstd";
-  r.path = r.id + ".zst";
-  r.rule = "services";
   r.container_key = "systemd:prog.service";
   ContainerInfo c;
   c.runtime = Runtime::Systemd;
@@ -77,7 +63,6 @@ DumpRecord full_record() {
   c.slice = "system.slice";
   c.cgroup_path = "/system.slice/prog.service";
   r.extra[extras::kContainer] = to_json(c);
-  r.extra[extras::kRlimitCore] = std::uint64_t{18446744073709551615u};
   r.extra[extras::kProc] = {{"status", "Name:\tprog1\nState:\tR\n"},
                             {"maps", "55555555-55556666 r-xp 00000000 08:01 12 /usr/bin/prog1\n"},
                             {"limits", "Max core file size        unlimited            unlimited            bytes\n"},
