@@ -134,9 +134,12 @@ TEST(JournalFields, EveryFieldOfAStoredAnalysedServiceCrash) {
   EXPECT_EQ(field_value(f, "COREDUMP_PACKAGE_NAME"), "prog");
   EXPECT_EQ(field_value(f, "COREDUMP_PACKAGE_VERSION"), "1.2-3");
   const auto packages = json::parse(field_value(f, "COREDUMP_PACKAGE_JSON"));
-  EXPECT_EQ(packages.size(), 2u);  // the modules with a .note.package, by path
-  EXPECT_EQ(packages["/usr/bin/prog1"]["name"], "prog");
-  EXPECT_EQ(packages["/usr/lib/x86_64-linux-gnu/libc.so.6"]["version"], "2.36-9");
+  // systemd 252 (elf-util.c): each module's .note.package by path with "buildId" merged in; ours
+  // also lists a module with a build-id and no note, so coredumpctl shows its build-id.
+  EXPECT_EQ(packages, json::parse(R"({
+    "/usr/bin/prog1": {"type": "deb", "name": "prog", "version": "1.2-3", "architecture": "amd64", "buildId": "0123abcd"},
+    "/usr/lib/x86_64-linux-gnu/libc.so.6": {"type": "deb", "name": "libc6", "version": "2.36-9"},
+    "/opt/plain.so": {"buildId": "abcd"}})")) << packages.dump();
   EXPECT_EQ(field_value(f, "COREDUMP_FILENAME"), "/var/lib/coredumpd/00112233445566778899aabbccddeeff.zst");
   EXPECT_EQ(field_value(f, "OBJECT_PID"), "4242");
   EXPECT_EQ(field_value(f, "COREDUMPD_ID"), r.id);
@@ -201,6 +204,21 @@ TEST(JournalFields, FilenameOnlyWhenTheCoreIsThereAndRawCoresToo) {
   r.path = r.id + ".core";  // coredumpctl reads a name without .zst/.xz/.lz4 raw
   EXPECT_EQ(field_value(journal_fields(r, {.store_dir = "/s/", .core_present = true}), "COREDUMP_FILENAME"),
             "/s/" + r.id + ".core");
+}
+
+TEST(JournalFields, PackageJsonLeavesOutModulesWithNeitherNoteNorBuildId) {
+  analysis::CrashReport rep = ok_report();
+  analysis::Module bare;
+  bare.path = "/opt/bare.so";
+  rep.modules.push_back(bare);
+  const json j = package_json(rep);
+  EXPECT_EQ(j.size(), 3u) << j.dump();
+  EXPECT_FALSE(j.contains("/opt/bare.so"));
+  // The build-id wins over a note that claims its own "buildId" (systemd merges it last).
+  rep.modules[0].package["buildId"] = "forged";
+  EXPECT_EQ(package_json(rep)["/usr/bin/prog1"]["buildId"], "0123abcd");
+  rep.modules.clear();
+  EXPECT_TRUE(package_json(rep).empty());
 }
 
 TEST(JournalFields, MessageWithoutStackTraceWhenNotWantedOrNotAnalysed) {
