@@ -93,8 +93,9 @@ int cmd_delete(const GlobalOptions& g, const DeleteOptions& o, const Io& io) {
   std::vector<DumpRecord> chosen;
   {
     std::unique_ptr<DumpSource> source = open_source(g, io.err);
-    for_each_selected(*source, query_of(o.select, *source), o.select, {},
-                      [&](DumpRecord&& r) { chosen.push_back(std::move(r)); });
+    RecordQuery q = query_of(o.select, *source);
+    q.with_extra = false;  // the lines name id, time, pid, exe and size: --all need not hold every capture
+    for_each_selected(*source, q, o.select, {}, [&](DumpRecord&& r) { chosen.push_back(std::move(r)); });
   }  // the read-only connection closes before anything is written
   if (chosen.empty()) throw DumpctlError("No match found.");
   if (o.dry_run) {

@@ -95,7 +95,8 @@ int dumpctl_main(const std::vector<std::string>& all_args, const Io& io) {
   app.add_flag("-q,--quiet", sel.quiet,
                "Do not print \"No coredumps found.\", the info before debug, nor progress lines (dump -o, export)");
   DumpOptions dump_opts;
-  app.add_option("-o,--output", dump_opts.output, "dump: write the core to FILE ('-': standard output, never a terminal); export: the archive");
+  app.add_option("-o,--output", dump_opts.output,
+                 "dump: write the core to FILE ('-': standard output, never a terminal); export: the archive");
   DebugOptions debug_opts;
   app.add_option("--debugger", debug_opts.debugger, "debug: the debugger to run (default: $SYSTEMD_DEBUGGER, else gdb)");
   app.add_option("-A,--debugger-arguments", debug_opts.debugger_arguments,
