@@ -10,11 +10,14 @@
 
 namespace coredumpd::cli {
 
-AnalysisCommands::AnalysisCommands(CLI::App& app) {
+AnalysisCommands::AnalysisCommands(CLI::App& app, SelectOptions& select) {
   analyze_ = app.add_subcommand(
       "analyze", "Analyse stored cores again (stack traces, build-ids, signature) and store the result");
-  analyze_->add_option("MATCH", analyze_opts_.matches,
-                       "dump id, unique id prefix, PID, executable path or COMM; several allowed (default: newest dump)");
+  analyze_->add_option("MATCHES", select.matches,
+                       "PID, executable path, FIELD=VALUE, a dump id or unique id prefix, or COMM; every match is "
+                       "analysed (none: the newest dump)");
+  // CLI11 reads "-1" after a verb as a positional (a negative number) unless that verb has the option.
+  analyze_->add_flag("-1", select.newest_only, "Only the most recent entry (implies -r)");
   analyze_->add_option("--timeout", analyze_opts_.timeout_s, "Wall time of one analysis in seconds (default 30)");
   analyze_->add_option("--max-threads", analyze_opts_.max_threads, "Threads shown, the crashing one first (default 64)");
   analyze_->add_option("--max-frames", analyze_opts_.max_frames, "Frames kept per thread (default 64)");
@@ -31,9 +34,11 @@ AnalysisCommands::AnalysisCommands(CLI::App& app) {
   signatures_->add_flag("--json", signatures_opts_.json, "Print a JSON array of signatures");
 }
 
-std::optional<int> AnalysisCommands::run(const GlobalOptions& g, const Io& io) const {
+std::optional<int> AnalysisCommands::run(const GlobalOptions& g, const SelectOptions& select, const Io& io) const {
   if (*analyze_) {
+    if (select.field) throw DumpctlError("Option --field/-F only makes sense with list");
     AnalyzeOptions o = analyze_opts_;
+    o.select = select;
     o.debuginfod = analyze_->count("--debuginfod") > 0;  // also when given without URLs
     return cmd_analyze(g, o, io);
   }

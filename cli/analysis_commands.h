@@ -22,7 +22,9 @@ namespace coredumpd::cli {
 
 /// `dumpctl analyze`.
 struct AnalyzeOptions {
-  std::vector<std::string> matches;      ///< see InfoOptions::match, each analysed; none: the newest dump
+  /// The dumps to analyse, selected as `info` selects them (cli/options.h): every match; with no
+  /// MATCH the newest dump only.
+  SelectOptions select;
   std::optional<double> timeout_s;       ///< wall time of one analysis (default AnalyzerOptions')
   std::optional<std::size_t> max_threads;
   std::optional<std::size_t> max_frames;
@@ -66,7 +68,7 @@ analysis::AnalyzerOptions analyzer_options(const AnalyzeOptions& o);
 /// store's owner); otherwise "not saved: <why>" goes to `io.err`. An unavailable report never
 /// replaces a stored "ok" one. Returns 0 when every analysis is "ok", 1 otherwise. Throws
 /// DumpctlError when a match finds nothing or the dump has no usable core, or the analyzer cannot
-/// be started; IndexError.
+/// be started; "No match found." when nothing is selected; IndexError.
 int cmd_analyze(const GlobalOptions& g, const AnalyzeOptions& o, const Io& io);
 
 /// Prints one line per signature (group_signatures()): COUNT, FIRST, LAST, SIGNATURE (12 hex),
@@ -77,12 +79,13 @@ int cmd_signatures(const GlobalOptions& g, const SignaturesOptions& o, const Io&
 /// Registers `analyze` and `signatures` on a dumpctl CLI11 app and runs whichever was parsed.
 class AnalysisCommands {
  public:
-  /// Adds the subcommands to `app` (which must outlive this object).
-  explicit AnalysisCommands(CLI::App& app);
+  /// Adds the subcommands to `app`; analyze's MATCHES and -1 fill `select`. Both must outlive this.
+  AnalysisCommands(CLI::App& app, SelectOptions& select);
   AnalysisCommands(const AnalysisCommands&) = delete;  // CLI11 holds pointers to the option members
   AnalysisCommands& operator=(const AnalysisCommands&) = delete;
-  /// The parsed subcommand's exit code, or std::nullopt if none of ours was given.
-  std::optional<int> run(const GlobalOptions& g, const Io& io) const;
+  /// The parsed subcommand's exit code, or std::nullopt if none of ours was given. `select`: the
+  /// matches and global selection options (analyze's).
+  std::optional<int> run(const GlobalOptions& g, const SelectOptions& select, const Io& io) const;
 
  private:
   CLI::App* analyze_ = nullptr;

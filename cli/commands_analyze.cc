@@ -14,7 +14,7 @@
 #include "cli/dump_source.h"
 #include "cli/info_details.h"
 #include "cli/json_output.h"
-#include "cli/match.h"
+#include "cli/options.h"
 #include "cli/stack_trace.h"
 #include "store/index.h"
 #include "store/record_extras.h"
@@ -78,10 +78,14 @@ analysis::AnalyzerOptions analyzer_options(const AnalyzeOptions& o) {
 int cmd_analyze(const GlobalOptions& g, const AnalyzeOptions& o, const Io& io) {
   const analysis::AnalyzerOptions opts = analyzer_options(o);
   const std::unique_ptr<DumpSource> reader = open_source(g, io.err);
-  const std::vector<DumpRecord> records = reader->list();
-  std::vector<std::string> ids;  // resolve every match before the first (slow) analysis
-  if (o.matches.empty()) ids.push_back(select_dump(records, std::nullopt).id);
-  for (const auto& m : o.matches) ids.push_back(select_dump(records, m).id);
+  SelectOptions sel = o.select;
+  if (sel.matches.empty()) {  // as info: without a match, the newest dump only
+    sel.newest_only = true;
+    sel.max_rows.reset();
+  }
+  std::vector<std::string> ids;  // every id before the first (slow) analysis; no get() inside a scan
+  for_each_selected(*reader, query_of(sel, *reader), sel, {}, [&](DumpRecord&& r) { ids.push_back(std::move(r.id)); });
+  if (ids.empty()) throw DumpctlError("No match found.");
 
   std::unique_ptr<Index> writer;
   std::string not_writable = "--no-save";

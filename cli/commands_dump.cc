@@ -15,6 +15,7 @@
 #include "cli/format.h"
 #include "cli/options.h"
 #include "cli/pending_records.h"
+#include "cli/progress.h"
 #include "cli/temp_file.h"
 #include "util/text.h"
 #include "util/unique_fd.h"
@@ -44,7 +45,12 @@ void write_to_special(OpenCore& core, const DumpRecord& r, const std::string& ta
   const UniqueFd fd(::open(target.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY));
   if (!fd) throw DumpctlError("cannot open " + shown + ": " + std::strerror(errno));
   if (::isatty(fd.get()) != 0) throw DumpctlError("refusing to write a core dump to a terminal");
-  extract_core(core, r, [&](const char* p, std::size_t n) { write_all(fd.get(), p, n, shown); });
+  ProgressLine bar(STDERR_FILENO, r.core_size, "Writing " + shown);
+  std::uint64_t done = 0;
+  extract_core(core, r, [&](const char* p, std::size_t n) {
+    write_all(fd.get(), p, n, shown);
+    bar.update(done += n);
+  });
 }
 
 /// Writes the core to a regular file: a temporary file next to it (sparse where the core has zero
@@ -58,7 +64,10 @@ void write_to_file(OpenCore& core, const DumpRecord& r, const std::string& outpu
     return;
   }
   TempFile tmp(dir_of(target), ".dumpctl-");
-  write_core_sparse(core, r, tmp);  // holes for zero runs; removed on error and on SIGINT/TERM/HUP
+  ProgressLine bar(STDERR_FILENO, r.core_size, "Writing " + escape_for_display(target));
+  // holes for zero runs; removed on error and on SIGINT/TERM/HUP
+  write_core_sparse(core, r, tmp, [&bar](std::uint64_t done) { bar.update(done); });
+  bar.finish();
   tmp.rename_to(target);
 }
 

@@ -16,6 +16,7 @@
 #include "cli/format.h"
 #include "cli/store_commands.h"
 #include "cli/options.h"
+#include "cli/progress.h"
 #include "cli/temp_file.h"
 #include "cli/time_spec.h"
 #include "store/record_query.h"
@@ -24,6 +25,7 @@
 #ifndef COREDUMPD_VERSION
 #error "COREDUMPD_VERSION (CMake PROJECT_VERSION) must be defined"
 #endif
+#include "cli/verb_commands.h"
 
 namespace coredumpd::cli {
 
@@ -90,9 +92,11 @@ int dumpctl_main(const std::vector<std::string>& all_args, const Io& io) {
   bool no_legend = false;
   app.add_flag("--no-legend", no_legend, "Do not print the column headers");
   app.add_flag("--no-pager", sel.no_pager, "Do not pipe output into a pager");
-  app.add_flag("-q,--quiet", sel.quiet, "Do not print \"No coredumps found.\" nor the info before debug");
+  app.add_flag("-q,--quiet", sel.quiet,
+               "Do not print \"No coredumps found.\", the info before debug, nor progress lines (dump -o, export)");
   DumpOptions dump_opts;
-  app.add_option("-o,--output", dump_opts.output, "dump: write the core to FILE ('-': standard output, never a terminal)");
+  app.add_option("-o,--output", dump_opts.output,
+                 "dump: write the core to FILE ('-': standard output, never a terminal); export: the archive");
   DebugOptions debug_opts;
   app.add_option("--debugger", debug_opts.debugger, "debug: the debugger to run (default: $SYSTEMD_DEBUGGER, else gdb)");
   app.add_option("-A,--debugger-arguments", debug_opts.debugger_arguments,
@@ -133,7 +137,8 @@ int dumpctl_main(const std::vector<std::string>& all_args, const Io& io) {
   status->add_flag("--json", status_opts.json, "Print a JSON object");
 
   const StoreCommands store_commands(app);  // du, vacuum, verify
-  const AnalysisCommands analysis_commands(app);  // analyze, signatures
+  const AnalysisCommands analysis_commands(app, sel);  // analyze, signatures
+  const VerbCommands verb_commands(app, sel);  // delete, export
 
   std::vector<const char*> argv;
   argv.reserve(args.size());
@@ -159,11 +164,12 @@ int dumpctl_main(const std::vector<std::string>& all_args, const Io& io) {
     if (rows_opt->count() > 0) sel.max_rows = parse_rows(rows);
     if (json_opt->count() > 0) sel.json = parse_json_mode(json_mode);
     sel.legend = !no_legend;
+    set_progress_enabled(!sel.quiet);  // -q: no progress line for dump -o and export
     if (sel.field && !known_field(*sel.field))
       throw DumpctlError("unknown field '" + escape_for_display(*sel.field) + "' for -F");
     if (*status) return cmd_status(global, status_opts, io);
     if (const auto rc = store_commands.run(global, io)) return *rc;
-    if (const auto rc = analysis_commands.run(global, io)) return *rc;
+    if (const auto rc = analysis_commands.run(global, sel, io)) return *rc;
     if ((*dump || *debug) && sel.field) throw DumpctlError("Option --field/-F only makes sense with list");
     if (*info) {
       info_opts.select = std::move(sel);
@@ -177,6 +183,7 @@ int dumpctl_main(const std::vector<std::string>& all_args, const Io& io) {
       debug_opts.select = std::move(sel);
       return cmd_debug(global, debug_opts, io);
     }
+    if (const auto rc = verb_commands.run(global, sel, dump_opts.output, io)) return *rc;
     list_opts.select = std::move(sel);
     return cmd_list(global, list_opts, io);
   } catch (const std::exception& e) {

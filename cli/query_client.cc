@@ -37,6 +37,7 @@ std::string query_refusal_message(std::optional<QueryErrorCode> code, const std:
     case QueryErrorCode::NoCore: return m;  // the daemon names the dump, its state and reason
     case QueryErrorCode::Busy: return "the coredumpd query service is busy (" + m + "); try again later";
     case QueryErrorCode::Internal: return "coredumpd could not read its store: " + m;
+    case QueryErrorCode::InProgress: return "the coredump is still being received (" + m + "); try again later";
     case QueryErrorCode::BadRequest:
     case QueryErrorCode::TooLarge:
       return "the query service did not understand dumpctl's request (" + m +
@@ -194,6 +195,13 @@ ReceivedCore QueryClient::core(const std::string& id) {
   if (!fd_) throw protocol_error(path_, "the core's descriptor did not arrive");
   c.fd = std::move(fd_);
   return c;
+}
+
+bool QueryClient::remove(const std::string& id) {
+  send(DeleteRequest{id});
+  const nlohmann::json j = read_reply("delete");
+  const auto missing = j.find("file_missing");
+  return missing != j.end() && missing->is_boolean() && missing->get<bool>();
 }
 
 QueryStatus QueryClient::status() {

@@ -71,6 +71,10 @@ class QueryClient {
   ReceivedCore core(const std::string& id);
   /// {"op":"status"}. Throws like list().
   QueryStatus status();
+  /// {"op":"delete"} for full id `id`: the daemon removes the dump's core and row if the peer owns
+  /// it (peer_may_delete()). Returns whether its core file was already gone. Throws like list()
+  /// (QueryRefused "not_found" for a dump that is not the peer's, "in_progress").
+  bool remove(const std::string& id);
 
   /// The socket's path, as given.
   const std::string& path() const { return path_; }

@@ -64,11 +64,13 @@ bool g_test_stall = false;  // set once, before any command runs
 
 void set_test_stall_after_first_write(bool stall) { g_test_stall = stall; }
 
-std::uint64_t write_core_sparse(OpenCore& core, const DumpRecord& r, TempFile& file) {
+std::uint64_t write_core_sparse(OpenCore& core, const DumpRecord& r, TempFile& file,
+                                const std::function<void(std::uint64_t done)>& progress) {
   const bool stall = g_test_stall;
   SparseWriter out(file.fd(), escape_for_display(file.path()));
   extract_core(core, r, [&](const char* p, std::size_t n) {
     out.write(p, n);
+    if (progress) progress(out.size());
     while (stall) ::pause();  // test only (kTestStallFlag): wait to be killed mid-write
   });
   out.finish();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -50,7 +51,8 @@ void set_test_stall_after_first_write(bool stall);
 
 /// Streams the record's open core (extract_core()) into `file`, which must be new and empty, with
 /// holes for zero blocks (SparseWriter), and closes it. Returns the core's size in bytes. Throws
-/// DumpctlError.
-std::uint64_t write_core_sparse(OpenCore& core, const DumpRecord& r, TempFile& file);
+/// DumpctlError. `progress`, if set, gets the bytes written so far after each chunk (ProgressLine).
+std::uint64_t write_core_sparse(OpenCore& core, const DumpRecord& r, TempFile& file,
+                                const std::function<void(std::uint64_t done)>& progress = {});
 
 }  // namespace coredumpd::cli

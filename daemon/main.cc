@@ -191,6 +191,8 @@ int main(int argc, char** argv) {
     if (passed.query >= 0 || !query_socket_path.empty()) {
       coredumpd::QueryServerOptions q;
       q.store_dir = server.config()->store_dir;
+      auto& store = server.dump_context();  // deletes share retention's lock and the writable index
+      q.remove = coredumpd::store_deleter(store.index, store.store_dirfd, store.vacuum_mu, &store.stats);
       q.passed_fd = passed.query;
       q.socket_path = query_socket_path;
       q.stats = &server.stats();

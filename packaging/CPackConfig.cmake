@@ -23,7 +23,7 @@ set(CPACK_STRIP_FILES TRUE)  # RelWithDebInfo binaries are ~10x larger with thei
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Depends= from the binaries' real NEEDED libraries (dpkg-shlibdeps): libzstd1, libsqlite3-0,
-# libsystemd0, libspdlog, libfmt, libstdc++6, ... exactly what this build links.
+# libsystemd0, libarchive13 (dumpctl export), libspdlog, libfmt, libstdc++6, ... exactly what this build links.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # The units and the tmpfiles.d entry need systemd to mean anything; gdb is `dumpctl debug`.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "systemd (>= 252)")

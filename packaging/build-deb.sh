@@ -63,7 +63,7 @@ dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/lib/systemd/system/coredumpd.sock
   grep -q '^ExecStartPost=/usr/sbin/coredumpd --pattern=install ' ||
   { echo "build-deb: coredumpd.socket does not install core_pattern with /usr/sbin/coredumpd" >&2; exit 1; }
 depends=$(dpkg-deb -f "$deb" Depends)
-for lib in libzstd1 libsqlite3-0 libsystemd0 libstdc++6 libc6; do
+for lib in libzstd1 libsqlite3-0 libsystemd0 libarchive13 libstdc++6 libc6; do
   [[ $depends == *"$lib"* ]] || { echo "build-deb: Depends lacks $lib: $depends" >&2; exit 1; }
 done
 [[ $(dpkg-deb -f "$deb" Conffiles 2>/dev/null; dpkg-deb -I "$deb" conffiles) == *"/etc/coredumpd/coredumpd.json"* ]] ||

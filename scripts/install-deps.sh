@@ -10,6 +10,7 @@ packages=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
   libsystemd-dev systemd
   libzstd-dev zstd libsqlite3-dev sqlite3
+  libarchive-dev libarchive-tools  # dumpctl export's tar.zst (bsdtar: its tests list and extract it)
   libelf-dev libdw-dev elfutils libseccomp-dev libssl-dev  # the analyzer (analyzer/), signatures
   libgtest-dev libgmock-dev
   gdb python3 util-linux procps file e2fsprogs mount

@@ -13,13 +13,14 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<EnumName<QueryErrorCode>, 6> kCodeNames{{
+constexpr std::array<EnumName<QueryErrorCode>, 7> kCodeNames{{
     {QueryErrorCode::BadRequest, "bad_request"},
     {QueryErrorCode::TooLarge, "too_large"},
     {QueryErrorCode::NotFound, "not_found"},
     {QueryErrorCode::NoCore, "no_core"},
     {QueryErrorCode::Busy, "busy"},
     {QueryErrorCode::Internal, "internal"},
+    {QueryErrorCode::InProgress, "in_progress"},
 }};
 
 QueryError bad(std::string message) { return {QueryErrorCode::BadRequest, std::move(message)}; }
@@ -108,14 +109,15 @@ std::variant<QueryRequest, QueryError> parse_object(const json& j) {
   if (!op_it->is_string()) return bad("\"op\" is not a string");
   const auto& op = op_it->get_ref<const std::string&>();
   if (op == "list") return parse_list(j);
-  if (op == "get" || op == "core") {
+  if (op == "get" || op == "core" || op == "delete") {
     auto id = id_field(j);
     if (auto* e = std::get_if<QueryError>(&id)) return std::move(*e);
     if (op == "get") return QueryRequest{GetRequest{std::move(std::get<0>(id))}};
+    if (op == "delete") return QueryRequest{DeleteRequest{std::move(std::get<0>(id))}};
     return QueryRequest{CoreRequest{std::move(std::get<0>(id))}};
   }
   if (op == "status") return QueryRequest{StatusRequest{}};
-  return bad("unknown op (expected list, get, core or status)");
+  return bad("unknown op (expected list, get, core, delete or status)");
 }
 
 }  // namespace
@@ -154,6 +156,8 @@ std::string query_request_line(const QueryRequest& r) {
     j = {{"op", "get"}, {"id", g->id}};
   } else if (const auto* c = std::get_if<CoreRequest>(&r)) {
     j = {{"op", "core"}, {"id", c->id}};
+  } else if (const auto* d = std::get_if<DeleteRequest>(&r)) {
+    j = {{"op", "delete"}, {"id", d->id}};
   } else {
     j = {{"op", "status"}};
   }
@@ -171,6 +175,8 @@ bool peer_may_see(const DumpRecord& r, uid_t peer_uid) {
   const auto it = r.extra.find(extras::kOwnerMayRead);
   return it != r.extra.end() && it->is_boolean() && it->get<bool>();
 }
+
+bool peer_may_delete(const DumpRecord& r, uid_t peer_uid) { return peer_may_see(r, peer_uid); }
 
 json to_json(const QueryStatus& s) {
   return {{"version", s.version},

@@ -21,6 +21,10 @@
 //       -> {"ok":true,"op":"core","dump":<record_envelope()>}   with the stored core file open
 //          read-only attached to this line's first byte (SCM_RIGHTS, util/fd_passing.h); the bytes
 //          are as stored: r.compression says how ("zstd" or "none", store/dump_record.h)
+//   {"op":"delete","id":"<32 hex>"}
+//       -> {"ok":true,"op":"delete","dump":<record_envelope()>,"file_missing":B}
+//          the daemon removed the dump's core file and its row (store/delete_dump.h); only a dump
+//          the peer owns (peer_may_delete()); "file_missing": its core was already gone
 //   {"op":"status"}
 //       -> {"ok":true,"op":"status","status":{…}}    QueryStatus fields (below), to anyone
 //   anything refused
@@ -65,6 +69,7 @@ enum class QueryErrorCode {
   NoCore,       ///< "no_core": the dump has no stored core (its state and reason are in the error)
   Busy,         ///< "busy": too many connections (in all, or of this uid); try again later
   Internal,     ///< "internal": the store could not be read (the error says why)
+  InProgress,   ///< "in_progress": delete of a dump still being received; try again later
 };
 
 /// "bad_request", "too_large", ... as above.
@@ -86,9 +91,12 @@ struct CoreRequest {
   std::string id;  ///< 32 lower-case hex chars
 };
 struct StatusRequest {};
+struct DeleteRequest {
+  std::string id;  ///< 32 lower-case hex chars
+};
 
 /// A parsed request.
-using QueryRequest = std::variant<ListRequest, GetRequest, CoreRequest, StatusRequest>;
+using QueryRequest = std::variant<ListRequest, GetRequest, CoreRequest, StatusRequest, DeleteRequest>;
 
 /// A refusal: its code and one line of text.
 struct QueryError {
@@ -113,6 +121,18 @@ std::string query_error_line(const QueryError& e);
 /// the rule systemd-coredump applies before granting the crashing user an ACL on the core: no
 /// AT_SECURE, uid == euid, gid == egid). A record without owner_may_read is root's only.
 bool peer_may_see(const DumpRecord& r, uid_t peer_uid);
+
+/// Whether the peer with uid `peer_uid` may delete dump `r` through the service: the owner of a
+/// dump is who may see it, peer_may_see(), and nobody else but root. Consequences, on purpose:
+/// - a setuid or setgid program's dump (euid != uid, or the kernel's PIDFD_COREDUMP_ROOT) is
+///   root's: the user who ran it can neither read it nor remove the record of its crash (it may
+///   be the trace of an attack on that program);
+/// - a container's process is owned by the uid the kernel reports in the daemon's user namespace:
+///   its host uid. Root in a user-namespaced container maps to a subordinate uid (100000...), and
+///   only a peer with that uid (`podman unshare`, a process inside the container reaching the
+///   socket) owns its dumps; the container's owner (Owner UID, the user slice) does not;
+/// - a dump recorded before owner_may_read existed is root's.
+bool peer_may_delete(const DumpRecord& r, uid_t peer_uid);
 
 /// What {"op":"status"} returns. Filled by the daemon (daemon/main.cc), printed by `dumpctl status`.
 /// Serialised with to_json()/status_from_json() under the keys named like the fields.

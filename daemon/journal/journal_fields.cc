@@ -89,6 +89,17 @@ std::string open_fds(const json& fds) {
 
 }  // namespace
 
+json package_json(const analysis::CrashReport& report) {
+  json packages = json::object();
+  for (const auto& m : report.modules) {
+    if (m.path.empty() || (!m.package.is_object() && m.build_id.empty())) continue;
+    json entry = m.package.is_object() ? m.package : json::object();
+    if (!m.build_id.empty()) entry["buildId"] = m.build_id;  // systemd merges it over the note's keys
+    packages[m.path] = std::move(entry);
+  }
+  return packages;
+}
+
 bool entry_wanted(DumpState s) {
   switch (s) {
     case DumpState::Complete:
@@ -149,14 +160,12 @@ std::vector<std::string> journal_fields(const DumpRecord& r, const EntryOptions&
   if (proc.is_object())
     if (const auto fds = proc.find("fds"); fds != proc.end()) b.add("COREDUMP_OPEN_FDS", open_fds(*fds), kMaxLongField);
   if (report && report->state == "ok") {
-    // systemd: name and version of the executable's module, and every module's .note.package by path.
+    // systemd: name and version of the executable's module, and the modules' .note.package by path.
     if (const auto* exe = analysis::executable_module(*report, r.exe)) {
       b.add("COREDUMP_PACKAGE_NAME", analysis::package_string(exe->package, "name"));
       b.add("COREDUMP_PACKAGE_VERSION", analysis::package_string(exe->package, "version"));
     }
-    json packages = json::object();
-    for (const auto& m : report->modules)
-      if (m.package.is_object()) packages[m.path] = m.package;
+    json packages = package_json(*report);
     if (!packages.empty())
       b.add("COREDUMP_PACKAGE_JSON", packages.dump(-1, ' ', false, json::error_handler_t::replace), kMaxLongField);
   }

@@ -8,6 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "analysis/crash_report.h"
 #include "store/dump_record.h"
 
 namespace coredumpd::journal {
@@ -43,6 +46,15 @@ struct EntryOptions {
 /// receiver in the container writes the entry in the container's journal, where its users look,
 /// and one crash gets one entry. InProgress and Interrupted are not final crashes' records.
 bool entry_wanted(DumpState s);
+
+/// COREDUMP_PACKAGE_JSON's value for `report`: an object keyed by module path (the NT_FILE path,
+/// as elfutils' dwfl names a core's modules), each value the module's .note.package JSON object
+/// with its build-id merged in as "buildId" (lower-case hex), as systemd 252's elf-util.c
+/// parse_package_metadata() writes it; coredumpctl 252's `info` prints "build-id:" from the
+/// executable's entry. Unlike systemd, which lists only modules with a .note.package (few in
+/// Debian), a module with a build-id alone gets {"buildId": ...} too, so that coredumpctl shows
+/// the build-id of every crash we analysed. A module with neither is left out; may be empty.
+nlohmann::json package_json(const analysis::CrashReport& report);
 
 /// The entry's fields for the final record `r`, each "NAME=value" (the value any bytes, newlines
 /// included: sd_journal_sendv() sends it as binary data), in a fixed order:

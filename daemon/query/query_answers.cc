@@ -8,6 +8,8 @@
 #include <exception>
 #include <system_error>
 
+#include <spdlog/spdlog.h>
+
 #include "store/record_json.h"
 #include "store/usage.h"
 
@@ -86,8 +88,27 @@ UniqueFd open_core_file(int dirfd, const std::string& name) {
   return UniqueFd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | O_NONBLOCK));
 }
 
-QueryAnswers::QueryAnswers(std::string store_dir, std::function<QueryStatus()> status)
-    : store_dir_(std::move(store_dir)), status_(std::move(status)) {
+QueryDeleteFn store_deleter(Index& index, int store_dirfd, std::mutex& mu, Stats* stats) {
+  return [&index, store_dirfd, &mu, stats](const std::string& id,
+                                           const std::function<bool(const DumpRecord&)>& may_delete) {
+    DeleteOutcome out;
+    {
+      const std::lock_guard lock(mu);  // retention's lock: a vacuum() never runs beside this
+      out = delete_dump(index, store_dirfd, id, may_delete);
+    }
+    if (out.status == DeleteStatus::Deleted) {
+      if (stats) stats->count(Outcome::Deleted);
+      spdlog::info("query: dump {} deleted on request (uid {}, core {}{})", id, out.record.uid,
+                   out.path.empty() ? "none" : out.path, out.file_missing ? ", already missing" : "");
+    } else if (out.status == DeleteStatus::Failed) {
+      spdlog::warn("query: delete of dump {} failed: {}", id, out.error);
+    }
+    return out;
+  };
+}
+
+QueryAnswers::QueryAnswers(std::string store_dir, std::function<QueryStatus()> status, QueryDeleteFn remove)
+    : store_dir_(std::move(store_dir)), status_(std::move(status)), remove_(std::move(remove)) {
   store_dirfd_.reset(::open(store_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!store_dirfd_) throw std::system_error(errno, std::generic_category(), "opening store " + store_dir_);
 }
@@ -102,6 +123,7 @@ QueryReply QueryAnswers::answer(const QueryRequest& request, uid_t peer_uid) {
     if (const auto* l = std::get_if<ListRequest>(&request)) return list(*l, peer_uid);
     if (const auto* g = std::get_if<GetRequest>(&request)) return get(g->id, peer_uid, false);
     if (const auto* c = std::get_if<CoreRequest>(&request)) return get(c->id, peer_uid, true);
+    if (const auto* d = std::get_if<DeleteRequest>(&request)) return remove(d->id, peer_uid);
     return status();
   } catch (const std::exception& e) {
     index_.reset();  // opened again at the next request: the store may come back
@@ -137,6 +159,24 @@ QueryReply QueryAnswers::get(const std::string& id, uid_t peer_uid, bool with_co
     return error(QueryErrorCode::Internal, "dump " + d->id + ": its core is not a regular file");
   d->analysis = nullptr;
   return QueryReply::line(ok_line({{"ok", true}, {"op", "core"}, {"dump", record_envelope(*d)}}), true, std::move(fd));
+}
+
+QueryReply QueryAnswers::remove(const std::string& id, uid_t peer_uid) {
+  if (!remove_) return error(QueryErrorCode::Internal, "this service cannot delete dumps");
+  // Ownership is decided on the row read under the lock, right before the unlink.
+  const DeleteOutcome out =
+      remove_(id, [peer_uid](const DumpRecord& r) { return peer_may_delete(r, peer_uid); });
+  switch (out.status) {
+    case DeleteStatus::NotFound: return not_found();
+    case DeleteStatus::InProgress: return error(QueryErrorCode::InProgress, "dump " + id + " is still being received");
+    case DeleteStatus::Failed: return error(QueryErrorCode::Internal, out.error);
+    case DeleteStatus::Deleted: break;
+  }
+  DumpRecord r = out.record;
+  r.analysis = nullptr;
+  return QueryReply::line(ok_line({{"ok", true}, {"op", "delete"}, {"dump", record_envelope(r)},
+                                   {"file_missing", out.file_missing}}),
+                          true);
 }
 
 QueryReply QueryAnswers::status() {

@@ -8,9 +8,12 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "daemon/report/stats.h"
+#include "store/delete_dump.h"
 #include "store/dump_record.h"
 #include "store/index.h"
 #include "store/query_protocol.h"
@@ -53,6 +56,16 @@ class QueryReply {
   UniqueFd fd_;
 };
 
+/// Removes dump `id` from the store if `may_delete(row)` agrees (store/delete_dump.h's
+/// delete_dump()). Called on the query thread.
+using QueryDeleteFn =
+    std::function<DeleteOutcome(const std::string& id, const std::function<bool(const DumpRecord&)>& may_delete)>;
+
+/// The daemon's QueryDeleteFn: delete_dump() on its writable `index` and `store_dirfd` (the
+/// daemon's own, which is root's), holding `mu` (DumpContext::vacuum_mu: never beside a vacuum()),
+/// logging what was deleted and counting Outcome::Deleted in `stats` (if set). All must outlive it.
+QueryDeleteFn store_deleter(Index& index, int store_dirfd, std::mutex& mu, Stats* stats);
+
 /// Answers requests from one store. Not thread-safe: the query thread owns it.
 class QueryAnswers {
  public:
@@ -60,7 +73,8 @@ class QueryAnswers {
   /// index is opened at the first request that needs it (it may not exist yet), and again after a
   /// failure. `status` fills the status reply; "store_usage" gets this store's usage merged in.
   /// Throws std::system_error if the directory cannot be opened.
-  QueryAnswers(std::string store_dir, std::function<QueryStatus()> status);
+  /// `remove` answers "delete"; empty: every delete is refused ("internal": not available here).
+  QueryAnswers(std::string store_dir, std::function<QueryStatus()> status, QueryDeleteFn remove = {});
 
   /// The reply to `request` from a peer with uid `peer_uid`, visibility by peer_may_see(): a dump
   /// the peer may not see is "not_found", like one that does not exist. Never throws.
@@ -72,11 +86,13 @@ class QueryAnswers {
   QueryReply list(const ListRequest& r, uid_t peer_uid);
   QueryReply get(const std::string& id, uid_t peer_uid, bool with_core);
   QueryReply status();
+  QueryReply remove(const std::string& id, uid_t peer_uid);
   std::shared_ptr<Index> index();  // throws IndexError
 
   std::string store_dir_;
   UniqueFd store_dirfd_;
   std::function<QueryStatus()> status_;
+  QueryDeleteFn remove_;
   std::shared_ptr<Index> index_;  ///< shared with the list replies still reading from it
 };
 

@@ -25,7 +25,7 @@ void log_refusal(const QueryPeer& peer, const std::string& reason) {
 }  // namespace
 
 QueryServer::QueryServer(QueryServerOptions options) : options_(std::move(options)), acceptor_(io_) {
-  answers_ = std::make_unique<QueryAnswers>(options_.store_dir, options_.status);
+  answers_ = std::make_unique<QueryAnswers>(options_.store_dir, options_.status, options_.remove);
   UniqueFd fd;
   if (options_.passed_fd >= 0) {
     fd.reset(options_.passed_fd);

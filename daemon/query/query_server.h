@@ -41,6 +41,8 @@ struct QueryServerOptions {
   /// store's usage to its store_usage.
   std::function<QueryStatus()> status;
   Stats* stats = nullptr;  ///< QueryServed / QueryRefused are counted here, if set
+  /// Answers "delete" (store_deleter() in the daemon); empty: deletes are refused.
+  QueryDeleteFn remove;
 };
 
 /// Listens at construction (throws std::exception with a readable message), serves once start()ed.

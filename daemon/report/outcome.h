@@ -43,9 +43,10 @@ enum class Outcome : std::size_t {
   // The query service (daemon/query/): requests of users, not crashes.
   QueryServed,   ///< a query answered with "ok": true
   QueryRefused,  ///< a query answered with an error, or a client dropped by a limit (busy, too large, timeouts)
+  Deleted,       ///< a dump (core and row) deleted on a user's request through the query service
 };
 
-inline constexpr std::size_t kOutcomeCount = static_cast<std::size_t>(Outcome::QueryRefused) + 1;
+inline constexpr std::size_t kOutcomeCount = static_cast<std::size_t>(Outcome::Deleted) + 1;
 
 /// One row per Outcome, in the enum's order.
 struct OutcomeInfo {
@@ -85,6 +86,7 @@ inline constexpr std::array<OutcomeInfo, kOutcomeCount> kOutcomes = {{
     {Outcome::JournalFailed, "journal_failed", "journal entries failed"},
     {Outcome::QueryServed, "query_served", ""},
     {Outcome::QueryRefused, "query_refused", ""},
+    {Outcome::Deleted, "deleted", ""},
 }};
 
 consteval bool outcomes_in_order() {

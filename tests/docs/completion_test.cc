@@ -138,6 +138,7 @@ TEST(Completion, BashVerbsOptionsAndValues) {
   EXPECT_EQ(bash_complete({"dumpctl", "vacuum", "--dr"}), "--dry-run\n");
   EXPECT_EQ(bash_complete({"dumpctl", "verify", "--dee"}), "--deep\n");
   EXPECT_EQ(bash_complete({"dumpctl", "info", "--e"}), "--extra\n");
+  EXPECT_EQ(bash_complete({"dumpctl", "delete", "--a"}), "--all\n");
   EXPECT_TRUE(has_line(bash_complete({"dumpctl", "-S", "yes"}), "yesterday"));
   // After a verb, no other verb.
   EXPECT_FALSE(has_line(bash_complete({"dumpctl", "info", ""}), "list"));
@@ -182,8 +183,12 @@ TEST_F(CompletionStore, BashMatchesFromTheStore) {
     // zsh picks _dumpctl by the command's name, so the build's dumpctl is found through PATH.
     const std::string old_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "/usr/bin:/bin";
     ::setenv("PATH", (fs::path(DUMPCTL).parent_path().string() + ":" + old_path).c_str(), 1);
-    // Not asserted: a bare word ("info crun") in zsh, which does not complete to the COMM yet
-    // (bash does, above); the FIELD=VALUE form does.
+    // A bare word completes to a COMM, a PID or an id (one candidate each, as bash), and the
+    // FIELD=VALUE form to that field's values.
+    const std::string line = "dumpctl --store " + store_;
+    EXPECT_EQ(zsh_complete(line + " info crun"), line + " info crunchy");
+    EXPECT_EQ(zsh_complete(line + " delete 4241"), line + " delete 4241");  // not "4241 4242"
+    EXPECT_EQ(zsh_complete(line + " export b2"), line + " export b2" + std::string(30, '0'));
     EXPECT_EQ(zsh_complete("dumpctl --store " + store_ + " dump COREDUMP_COMM=crun"),
               "dumpctl --store " + store_ + " dump COREDUMP_COMM=crunchy");
     ::setenv("PATH", old_path.c_str(), 1);
@@ -196,6 +201,7 @@ TEST(Completion, ZshCompletesInAPty) {
   EXPECT_EQ(zsh_complete("dumpctl -n 3 inf"), "dumpctl -n 3 info");
   EXPECT_EQ(zsh_complete("dumpctl --json=pr"), "dumpctl --json=pretty");
   EXPECT_EQ(zsh_complete("dumpctl vacuum --dr"), "dumpctl vacuum --dry-run");
+  EXPECT_EQ(zsh_complete("dumpctl delete --al"), "dumpctl delete --all");
   EXPECT_EQ(zsh_complete("dumpctl list COREDUMP_SIGNAL_N"), "dumpctl list COREDUMP_SIGNAL_NAME=");
   EXPECT_EQ(zsh_complete("dumpctl -F COREDUMP_USER_U"), "dumpctl -F COREDUMP_USER_UNIT");
 }

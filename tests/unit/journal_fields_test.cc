@@ -14,6 +14,7 @@
 #include "daemon/journal/journal_fields.h"
 #include "daemon/policy/container_info.h"
 #include "store/record_extras.h"
+#include "tests/unit/crash_record_fixture.h"
 #include "util/text.h"
 
 namespace coredumpd::journal {
@@ -53,23 +54,8 @@ analysis::CrashReport ok_report() {
 
 // A stored, analysed crash of a system service, with every capture coredumpd makes.
 DumpRecord full_record() {
-  DumpRecord r;
-  r.id = "00112233445566778899aabbccddeeff";
-  r.state = DumpState::Complete;
-  r.timestamp_us = 1764900000123456;
-  r.pid = 4242;
-  r.uid = 1000;
-  r.gid = 1001;
-  r.comm = "prog1";
-  r.exe = "/usr/bin/prog1";
-  r.argv = {"/usr/bin/prog1", "--flag", "two words"};
-  r.cwd = "/srv";
+  DumpRecord r = test::crash_record();
   r.cgroup = "0::/system.slice/prog.service\n";
-  r.hostname = "box";
-  r.signal = 11;
-  r.compression = "zstd";
-  r.path = r.id + ".zst";
-  r.rule = "services";
   r.container_key = "systemd:prog.service";
   ContainerInfo c;
   c.runtime = Runtime::Systemd;
@@ -77,7 +63,6 @@ DumpRecord full_record() {
   c.slice = "system.slice";
   c.cgroup_path = "/system.slice/prog.service";
   r.extra[extras::kContainer] = to_json(c);
-  r.extra[extras::kRlimitCore] = std::uint64_t{18446744073709551615u};
   r.extra[extras::kProc] = {{"status", "Name:\tprog1\nState:\tR\n"},
                             {"maps", "55555555-55556666 r-xp 00000000 08:01 12 /usr/bin/prog1\n"},
                             {"limits", "Max core file size        unlimited            unlimited            bytes\n"},
@@ -149,9 +134,12 @@ TEST(JournalFields, EveryFieldOfAStoredAnalysedServiceCrash) {
   EXPECT_EQ(field_value(f, "COREDUMP_PACKAGE_NAME"), "prog");
   EXPECT_EQ(field_value(f, "COREDUMP_PACKAGE_VERSION"), "1.2-3");
   const auto packages = json::parse(field_value(f, "COREDUMP_PACKAGE_JSON"));
-  EXPECT_EQ(packages.size(), 2u);  // the modules with a .note.package, by path
-  EXPECT_EQ(packages["/usr/bin/prog1"]["name"], "prog");
-  EXPECT_EQ(packages["/usr/lib/x86_64-linux-gnu/libc.so.6"]["version"], "2.36-9");
+  // systemd 252 (elf-util.c): each module's .note.package by path with "buildId" merged in; ours
+  // also lists a module with a build-id and no note, so coredumpctl shows its build-id.
+  EXPECT_EQ(packages, json::parse(R"({
+    "/usr/bin/prog1": {"type": "deb", "name": "prog", "version": "1.2-3", "architecture": "amd64", "buildId": "0123abcd"},
+    "/usr/lib/x86_64-linux-gnu/libc.so.6": {"type": "deb", "name": "libc6", "version": "2.36-9"},
+    "/opt/plain.so": {"buildId": "abcd"}})")) << packages.dump();
   EXPECT_EQ(field_value(f, "COREDUMP_FILENAME"), "/var/lib/coredumpd/00112233445566778899aabbccddeeff.zst");
   EXPECT_EQ(field_value(f, "OBJECT_PID"), "4242");
   EXPECT_EQ(field_value(f, "COREDUMPD_ID"), r.id);
@@ -216,6 +204,21 @@ TEST(JournalFields, FilenameOnlyWhenTheCoreIsThereAndRawCoresToo) {
   r.path = r.id + ".core";  // coredumpctl reads a name without .zst/.xz/.lz4 raw
   EXPECT_EQ(field_value(journal_fields(r, {.store_dir = "/s/", .core_present = true}), "COREDUMP_FILENAME"),
             "/s/" + r.id + ".core");
+}
+
+TEST(JournalFields, PackageJsonLeavesOutModulesWithNeitherNoteNorBuildId) {
+  analysis::CrashReport rep = ok_report();
+  analysis::Module bare;
+  bare.path = "/opt/bare.so";
+  rep.modules.push_back(bare);
+  const json j = package_json(rep);
+  EXPECT_EQ(j.size(), 3u) << j.dump();
+  EXPECT_FALSE(j.contains("/opt/bare.so"));
+  // The build-id wins over a note that claims its own "buildId" (systemd merges it last).
+  rep.modules[0].package["buildId"] = "forged";
+  EXPECT_EQ(package_json(rep)["/usr/bin/prog1"]["buildId"], "0123abcd");
+  rep.modules.clear();
+  EXPECT_TRUE(package_json(rep).empty());
 }
 
 TEST(JournalFields, MessageWithoutStackTraceWhenNotWantedOrNotAnalysed) {

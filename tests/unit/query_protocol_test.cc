@@ -48,13 +48,15 @@ TEST(QueryProtocol, ParsesEachOp) {
   EXPECT_EQ(std::get<GetRequest>(request_of(R"({"op":"get","id":")" + kId + "\"}")).id, kId);
   EXPECT_EQ(std::get<CoreRequest>(request_of(R"({"id":")" + kId + R"(","op":"core"})")).id, kId);
   EXPECT_TRUE(std::holds_alternative<StatusRequest>(request_of(R"( {"op":"status"} )")));
+  EXPECT_EQ(std::get<DeleteRequest>(request_of(R"({"op":"delete","id":")" + kId + "\"}")).id, kId);
 }
 
 TEST(QueryProtocol, RefusesMalformedRequests) {
   for (const char* line : {"", "{", "[]", "\"list\"", "null", "{}", R"({"op":1})", R"({"op":"drop"})",
                            R"({"op":"list","since_us":"1"})", R"({"op":"list","since_us":1.5})",
                            R"({"op":"list","until_us":18446744073709551615})", R"({"op":"get"})",
-                           R"({"op":"get","id":7})", R"({"op":"core","id":"abc"})",
+                           R"({"op":"get","id":7})", R"({"op":"core","id":"abc"})", R"({"op":"delete"})",
+                           R"({"op":"delete","id":"../x.zst"})",
                            R"({"op":"get","id":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"})",
                            R"({"op":"get","id":"../../../../../../etc/passwd.zst"})",
                            "{\"op\":\"st\xff\"}", "{\"op\":\"status\"}garbage",
@@ -82,7 +84,7 @@ TEST(QueryProtocol, RequestLinesRoundTrip) {
   full.with_extra = false;
   for (const QueryRequest& r : {QueryRequest{ListRequest{}}, QueryRequest{ListRequest{full}},
                                 QueryRequest{GetRequest{kId}}, QueryRequest{CoreRequest{kId}},
-                                QueryRequest{StatusRequest{}}}) {
+                                QueryRequest{StatusRequest{}}, QueryRequest{DeleteRequest{kId}}}) {
     const std::string line = query_request_line(r);
     ASSERT_FALSE(line.empty());
     EXPECT_EQ(line.back(), '\n');

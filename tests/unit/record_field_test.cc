@@ -11,30 +11,16 @@
 #include "store/record_extras.h"
 #include "store/record_facts.h"
 #include "store/record_query.h"
+#include "tests/unit/crash_record_fixture.h"
 
 namespace coredumpd {
 namespace {
 
 DumpRecord base() {
-  DumpRecord r;
-  r.id = "00112233445566778899aabbccddeeff";
+  DumpRecord r = test::crash_record();
   r.state = DumpState::Truncated;
-  r.timestamp_us = 1764900000123456;
-  r.pid = 4242;
-  r.uid = 1000;
-  r.gid = 1001;
-  r.comm = "prog1";
-  r.exe = "/usr/bin/prog1";
-  r.argv = {"/usr/bin/prog1", "--flag", "two words"};
-  r.cwd = "/srv";
-  r.hostname = "box";
   r.boot_id = "0123456789abcdef0123456789abcdef";
-  r.signal = 11;
-  r.compression = "zstd";
-  r.path = r.id + ".zst";
   r.reason = "the stream ended early";
-  r.rule = "services";
-  r.extra[extras::kRlimitCore] = std::uint64_t{18446744073709551615u};
   return r;
 }
 
