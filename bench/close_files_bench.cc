@@ -79,8 +79,13 @@ Sample run_once(const std::string& socket, const std::string& lock_path, std::ui
   stop = true;
 
   Sample s;
-  s.ok = res.outcome == fk::Outcome::Dumped && res.stream_complete && res.wait_end == fk::WaitEnd::Eof &&
+  // WAIT is the daemon's choice (policy): without it the task is released when the stream ends.
+  s.ok = res.outcome == fk::Outcome::Dumped && res.stream_complete && (!res.wait_acked || res.wait_end == fk::WaitEnd::Eof) &&
          res.close_files_called == close_files;
+  if (!s.ok)
+    std::fprintf(stderr, "close-files-bench: run failed: outcome %s, wait %s, stream %s, close_files %d: %s\n",
+                 std::string(fk::outcome_name(res.outcome)).c_str(), std::string(fk::wait_end_name(res.wait_end)).c_str(),
+                 res.stream_complete ? "complete" : "incomplete", res.close_files_called ? 1 : 0, res.error.c_str());
   s.lock_released_ms = ms_between(crashed, released);
   s.task_released_ms = ms_between(crashed, done);
   return s;
