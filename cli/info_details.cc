@@ -101,7 +101,30 @@ void open_files(const json& proc, std::size_t max_fds, std::vector<InfoField>& o
   out.push_back({"Open Files", v});
 }
 
-void locks(const json& proc, std::vector<InfoField>& out) {
+// proc.lock_release (daemon/proc/lock_release.h): one line per lock with what CLOSE_FILES does to
+// it, "POSIX WRITE /path — released by CLOSE_FILES" or "— kept: <why>"; then, unless the
+// negotiation granted CLOSE_FILES, that the locks were held until the task exited.
+std::string lock_release_text(const json& release, const json& extra) {
+  std::string v;
+  for (const json& l : release) {
+    if (!l.is_object()) continue;
+    const std::string verdict = text_of(l, "close_files"), why = text_of(l, "why");
+    v += std::string(v.empty() ? "" : "\n") + text_of(l, "type") + " " + text_of(l, "access") + " " + text_of(l, "target") +
+         " \u2014 " + (verdict == "released" ? "released by CLOSE_FILES" : verdict + (why.empty() ? "" : ": " + why));
+  }
+  const auto n = extra.find(extras::kNegotiation);
+  const std::string granted = n != extra.end() && n->is_object() ? text_of(*n, "close_files") : "";
+  if (!v.empty() && granted != "granted")
+    v += "\n(CLOSE_FILES " + (granted.empty() ? std::string("not negotiated") : granted) +
+         ": every lock was held until the task exited)";
+  return v;
+}
+
+void locks(const json& proc, const json& extra, std::vector<InfoField>& out) {
+  if (const auto r = proc.find("lock_release"); r != proc.end() && r->is_array() && !r->empty()) {
+    out.push_back({"Locks", lock_release_text(*r, extra)});
+    return;
+  }
   const auto it = proc.find("locks");
   if (it == proc.end() || !it->is_array()) return;
   std::string v;
@@ -202,7 +225,7 @@ std::vector<InfoField> info_details(const json& extra, std::size_t max_fds) {
   const auto proc = extra.find(extras::kProc);
   if (proc != extra.end() && proc->is_object()) {
     open_files(*proc, max_fds, out);
-    locks(*proc, out);
+    locks(*proc, extra, out);
     memory(*proc, out);
   }
   provenance(extra, out);

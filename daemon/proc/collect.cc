@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "daemon/proc/lock_release.h"
 #include "daemon/proc/partial_facts.h"
 #include "daemon/proc/thread_names.h"
 #include "store/dump_record.h"
@@ -277,7 +278,8 @@ struct Collector {
 constexpr Collector kCollectors[] = {
     {"comm", collect_comm},         {"exe", collect_exe},           {"cmdline", collect_cmdline},
     {"cwd", collect_cwd},           {"cgroup", collect_cgroup},     {"limits", collect_limits},
-    {"fds", collect_fds},           {"locks", collect_locks},       {"threads", collect_threads},
+    {"fds", collect_fds},           {"locks", collect_locks},       {"lock_release", collect_lock_release},
+    {"threads", collect_threads},
     {"thread_names", collect_thread_names},                         {"hostname", collect_hostname},
     {"namespaces", collect_namespaces},                             {"status", collect_status},
     {"test_delay", collect_test_delay}, {"maps", collect_maps},     {"environ", collect_environ},

@@ -49,7 +49,7 @@ struct HandshakeFacts {
   std::string status;                        ///< /proc/<pid>/status (NSpid, Uid, Gid, CoreDumping...)
   std::string uid_map, gid_map;              ///< the process's user namespace id maps
   /// Everything else, for the record's "proc" metadata: fds (with fdinfo and lock lines), locks
-  /// (the process's /proc/locks lines), maps, limits, status, mountinfo, namespaces (inodes).
+  /// (the process's /proc/locks lines), lock_release (what CLOSE_FILES does to each lock), maps, limits, status, mountinfo, namespaces (inodes).
   nlohmann::json proc = nlohmann::json::object();
   nlohmann::json errors = nlohmann::json::object();   ///< collector name -> why it failed/was skipped
   nlohmann::json timings_us = nlohmann::json::object();  ///< collector name -> microseconds spent
@@ -82,7 +82,7 @@ bool sleep_test_delay(const CollectLimits& limits);
 std::span<const char* const> handshake_collector_names();
 
 /// Runs every handshake collector on `proc`, in order: comm, exe, cmdline, cwd, cgroup, limits, fds
-/// (links, fdinfo, lock lines), locks, threads, thread_names, hostname, namespaces, status (with mountinfo and the
+/// (links, fdinfo, lock lines), locks, lock_release (daemon/proc/lock_release.h), threads, thread_names, hostname, namespaces, status (with mountinfo and the
 /// id maps), maps, environ; each publishes its result to `out` as soon as it returns, then
 /// out.finish() is called. Collectors not started by the deadline are recorded in `errors` as
 /// "skipped: handshake deadline" (and stay missed); one that ran out of its budget says so.

@@ -68,6 +68,12 @@ class Session {
   // ---- Steps ----
 
   bool connect_socket() {
+    if (o_.crasher) {  // the crashing task connects: the server's peer is that process
+      int err = 0;
+      ScopedFd fd = o_.crasher->connect(o_.socket_path, err, std::chrono::duration_cast<std::chrono::milliseconds>(deadline_.remaining()));
+      if (!fd.valid()) return fail_connect(err);
+      return connected(std::move(fd));
+    }
     ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd.valid()) return fail_connect(errno);
     sockaddr_un addr{};
@@ -86,6 +92,10 @@ class Session {
       ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
       if (err != 0) return fail_connect(err);
     }
+    return connected(std::move(fd));
+  }
+
+  bool connected(ScopedFd fd) {
     fd_ = std::move(fd);
     r_.connected = true;
     stamp(r_.timeline.connected);
@@ -204,7 +214,7 @@ class Session {
       return;
     }
     r_.wcoredump = true;
-    close_files();
+    if (!close_files()) return;
     if (mode == proto::Mode::Kernel) {
       const CoreSource core = o_.select_core ? o_.select_core(ack) : o_.core;
       if (!stream_core(core)) return;
@@ -245,11 +255,15 @@ class Session {
     }
   }
 
-  void close_files() {
-    if (!r_.close_files_acked) return;
+  // False if the crasher's table was not closed within the deadline (the session is then over).
+  bool close_files() {
+    if (!r_.close_files_acked) return true;
+    if (o_.crasher && !o_.crasher->close_files(std::chrono::duration_cast<std::chrono::milliseconds>(deadline_.remaining())))
+      return timeout("while the crasher closed its files");
     if (o_.close_files) o_.close_files();
     r_.close_files_called = true;
     stamp(r_.timeline.files_closed);
+    return true;
   }
 
   // Returns false if the session is over (killed, timed out, local error); a server hangup mid-stream
@@ -463,6 +477,17 @@ std::string_view wait_end_name(WaitEnd end) {
     case WaitEnd::Error: return "error";
   }
   return "?";
+}
+
+Options rfc_close_files_kernel(std::string socket_path) {
+  Options o;
+  o.socket_path = std::move(socket_path);
+  o.request_size = proto::COREDUMP_REQ_SIZE_VER1;
+  o.size_ack = proto::COREDUMP_ACK_SIZE_VER1;
+  o.mask = MASK_RFC_CLOSE_FILES;
+  o.memory_types_mask = MEMORY_TYPES_MASK_RFC;
+  o.close_files_bit = proto::COREDUMP_CLOSE_FILES_DEFAULT;
+  return o;
 }
 
 Result run(const Options& options) { return Session(options).run(); }

@@ -20,8 +20,10 @@
 //    (docs/PROTOCOL.md §3.4), so a real coredumpd refuses it as an impostor unless started with
 //    `--allow-unverified-peers` (docs/PROTOCOL.md §11.1). That refusal is the expected behaviour,
 //    not a bug of the fake kernel.
-//  - "The crashing task" has no fds to close: COREDUMP_CLOSE_FILES calls Options::close_files, with
-//    which a test releases the descriptors/locks of a helper process it controls.
+//  - The crashing task is the test process itself, unless Options::crasher names a real one
+//    (tests/fake_kernel/crasher.h): that process then makes the connect() and its fd table is what
+//    COREDUMP_CLOSE_FILES closes, before the first stream byte (KERNEL) or the hang-up (USERSPACE),
+//    as the RFC selftest coredump_close_files_test.c pins down. Options::close_files runs after it.
 //
 // Not thread-safe per call, but independent run() calls may run concurrently (one socket each).
 #pragma once
@@ -38,6 +40,7 @@
 #include "protocol/negotiate.h"
 #include "protocol/wire.h"
 #include "tests/fake_kernel/core_source.h"
+#include "tests/fake_kernel/crasher.h"
 #include "tests/fake_kernel/records_writer.h"
 
 namespace coredumpd::fake_kernel {
@@ -48,6 +51,8 @@ inline constexpr std::uint64_t MASK_NEXT = protocol::COREDUMP_MASK_VER0 | protoc
                                            protocol::COREDUMP_SPARSE | protocol::COREDUMP_MEMORY_TYPES;
 /// The memory types the RFC kernel knows (COREDUMP_MEMORY_ANON_PRIVATE .. DAX_SHARED, docs/PROTOCOL.md §6.3).
 inline constexpr std::uint64_t MEMORY_TYPES_MASK_RFC = 0x1FF;
+/// Every mask bit the CLOSE_FILES RFC kernel offers (its selftest): 0x7F plus COREDUMP_CLOSE_FILES.
+inline constexpr std::uint64_t MASK_RFC_CLOSE_FILES = MASK_NEXT | protocol::COREDUMP_CLOSE_FILES_DEFAULT;
 /// The default /proc/<pid>/coredump_filter (docs/PROTOCOL.md §7.2), used as the task's own memory types.
 inline constexpr std::uint64_t DEFAULT_COREDUMP_FILTER = 0x33;
 
@@ -139,6 +144,12 @@ struct Options {
   /// Send this marker whatever the ack was (any u32, including values >= 5 no kernel defines yet),
   /// to test the daemon's handling of each refusal; the ack is still read in full first.
   std::optional<std::uint32_t> force_marker;
+
+  // ---- The crashing task ----
+  /// A real process playing the crashing task (not owned): it makes the connect(), so the
+  /// server's SO_PEERCRED/SO_PEERPIDFD name it, and when CLOSE_FILES is acked its fd table is
+  /// closed (Crasher::close_files) before `close_files` below runs. nullptr: the test process.
+  Crasher* crasher = nullptr;
 
   // ---- Hooks ----
   /// COREDUMP_CLOSE_FILES was acked: called once, before the first stream byte (KERNEL) or before
@@ -276,6 +287,11 @@ struct Result {
 
   Timeline timeline;  ///< when each step happened
 };
+
+/// The kernel of the CLOSE_FILES RFC aimed at `socket_path`: the 32-byte request, size_ack 24, mask
+/// MASK_RFC_CLOSE_FILES (0x7F plus CLOSE_FILES), memory_types_mask 0x1FF (its selftest's
+/// coredump_close_files_test.c with the fs-next request of docs/PROTOCOL.md §4.2).
+Options rfc_close_files_kernel(std::string socket_path);
 
 /// Runs one simulated crash against `options.socket_path`. Never throws for protocol or socket
 /// failures (they are results); exceptions from user callbacks propagate.
