@@ -18,6 +18,7 @@ packages=(
   scdoc  # the man pages' sources (docs/man/*.scd) to roff
   man-db groff-base zsh  # tests/docs: the pages rendered by man -l, the zsh completion
   lintian  # packaging/build-deb.sh checks the package
+  libpq-dev postgresql  # the fleet index (fleet/) and its tests' server (scripts/fleet/pg-up.sh)
 )
 
 missing=()
