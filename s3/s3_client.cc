@@ -204,9 +204,9 @@ struct S3Client::Impl {
     res.ok = res.http_status >= 200 && res.http_status < 300;
     if (!res.ok) {
       res.retryable = retryable_status(res.http_status);
-      res.error = s3xml::error_text(reply);
-      if (res.error.empty()) res.error = "HTTP " + std::to_string(res.http_status);
-      res.error = std::string(method) + " " + url + ": " + res.error;
+      const std::string s3_error = s3xml::error_text(reply);
+      res.error = std::string(method) + " " + url + ": HTTP " + std::to_string(res.http_status) +
+                  (s3_error.empty() ? "" : " " + s3_error);
     }
     return res;
   }
