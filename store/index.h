@@ -68,7 +68,7 @@ struct IndexScan {
 /// an internal mutex. Writers use WAL mode and a busy timeout, so dumpctl can read while the daemon
 /// writes.
 ///
-/// Schema (version 3, kept in `PRAGMA user_version`; the versions and their migrations are in
+/// Schema (version 4, kept in `PRAGMA user_version`; the versions and their migrations are in
 /// store/index_schema.h): one table `dumps`, a column per DumpRecord field. Strings from the crashing process (comm, exe, cwd, cgroup, hostname) and `reason` are
 /// BLOBs holding the exact bytes. `argv` is a BLOB of every argument followed by one NUL byte
 /// (the /proc/<pid>/cmdline layout: [] is empty, [""] is one NUL byte) and `argc` is the argument
@@ -77,7 +77,8 @@ struct IndexScan {
 /// INTEGER. `rule` is TEXT; `container_key` a BLOB, NULL when no container was recorded.
 /// `signature`, `signature_text` and `analysis` (the report's compact JSON) are TEXT, NULL until
 /// set_analysis() writes them; update() never touches them. Indices on `timestamp_us`, `pid`,
-/// `container_key` and `signature`.
+/// `container_key` and `signature`. Version 4 adds the upload queue: table `uploads`, one row per
+/// dump (store/upload_row.h), and `upload_origin`.
 class Index {
  public:
   /// The schema version this build reads and writes. A database with a larger `user_version` is
