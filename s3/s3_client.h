@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,11 @@ class S3Client {
   ~S3Client();
   S3Client(const S3Client&) = delete;
   S3Client& operator=(const S3Client&) = delete;
+
+  /// A check made during every transfer (from libcurl's progress callback, about once a second):
+  /// when it returns true the request ends with error "cancelled" (not retryable). For a daemon
+  /// that stops while a part is on its way.
+  void set_cancel(std::function<bool()> cancelled);
 
   /// PUT Bucket (idempotent: an existing bucket owned by us is success).
   S3Result create_bucket();

@@ -19,6 +19,9 @@ packages=(
   scdoc  # the man pages' sources (docs/man/*.scd) to roff
   man-db groff-base zsh  # tests/docs: the pages rendered by man -l, the zsh completion
   lintian  # packaging/build-deb.sh checks the package
+  libpq-dev postgresql  # the fleet index (fleet/) and its tests' server (scripts/fleet/pg-up.sh)
+  libcurl4-openssl-dev libxml2-dev  # the S3 client (s3/): HTTP, SigV4 signing, its XML replies
+  ceph-mon ceph-osd radosgw ceph-common  # a real S3 endpoint for the upload tests (scripts/fleet/ceph-up.sh)
 )
 
 missing=()

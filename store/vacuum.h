@@ -69,6 +69,8 @@ struct VacuumResult {
 ///      max_use_per_rule_bytes entry, that group's oldest cores first;
 ///   3. max_use_bytes and keep_free (bytes / percent, via fstatvfs on `store_dirfd`): repeatedly the
 ///      oldest core of the biggest consumer uid (most bytes now, ties: the older oldest core).
+/// Uploads (schema 4, store/upload_row.h): a core whose upload is pending is never deleted, by
+/// any step; within each group, cores already uploaded go first (then the others, oldest first).
 /// Never deletes `keep_id` (pass the dump just written, or ""), nor, to make room for it (in its
 /// own uid and rule groups, and for max_use and keep_free), a core that crashed after it: a dump
 /// that crashed first may finish storing last, and oldest-first must hold for it too (the limit is
