@@ -101,7 +101,7 @@ FleetCommands::FleetCommands(CLI::App& app) {
   fleet_ = app.add_subcommand("fleet", "The crashes of every host: the fleet index (PostgreSQL) and cores in S3");
   fleet_->require_subcommand(1);
   fleet_->add_option("--database", opts_.database,
-                     "libpq connection string of the fleet index (default: upload.database of the configuration)");
+                     "libpq connection string of the fleet index (default: upload.fleet_conninfo of the configuration)");
   fleet_->add_option("--config", opts_.config,
                      std::string("the daemon's configuration file to read upload.* from (default ") +
                          kDefaultDaemonConfig + ")");
@@ -121,7 +121,7 @@ std::optional<int> FleetCommands::run(const SelectOptions& sel, const std::strin
   FleetSettings s = read_fleet_settings(config_given ? opts_.config : kDefaultDaemonConfig, config_given);
   if (!opts_.database.empty()) s.database = opts_.database;
   if (s.database.empty())
-    throw DumpctlError("no fleet database: give --database CONNINFO or set upload.database in " +
+    throw DumpctlError("no fleet database: give --database CONNINFO or set upload.fleet_conninfo in " +
                        escape_for_display(config_given ? opts_.config : kDefaultDaemonConfig));
   FleetIndex index(s.database);
   if (*top_) return cmd_fleet_top(index, sel, io);

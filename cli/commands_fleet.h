@@ -21,7 +21,7 @@ namespace coredumpd::cli {
 
 /// The options of `dumpctl fleet` and its verbs. -S/-U/-n/-o/--json are dumpctl's own (SelectOptions).
 struct FleetOptions {
-  std::string database;        ///< --database CONNINFO; "" = upload.database of the configuration
+  std::string database;        ///< --database CONNINFO; "" = upload.fleet_conninfo of the configuration
   std::string config;          ///< --config FILE; "" = kDefaultDaemonConfig (may be absent)
   std::string endpoint;        ///< --endpoint URL (fetch); "" = upload.endpoint
   std::string bucket;          ///< --bucket NAME (fetch); "" = upload.bucket

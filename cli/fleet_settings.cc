@@ -37,7 +37,7 @@ void merge_file(const std::string& path, FleetSettings& s) {
       throw DumpctlError(escape_for_display(path) + ": upload." + key + " is not a string");
     into = u[key].get<std::string>();
   };
-  take("database", s.database);
+  take("fleet_conninfo", s.database);
   take("endpoint", s.s3.endpoint);
   take("region", s.s3.region);
   take("bucket", s.s3.bucket);
@@ -48,6 +48,8 @@ void merge_file(const std::string& path, FleetSettings& s) {
 
 FleetSettings read_fleet_settings(const std::string& path, bool must_exist) {
   FleetSettings s;
+  s.s3.bucket = "coredumpd";  // the daemon's defaults (daemon/policy/upload_settings.h)
+  s.s3.region = "us-east-1";
   std::error_code ec;
   if (!fs::exists(path, ec)) {
     if (must_exist) throw DumpctlError("no configuration file " + escape_for_display(path));

@@ -20,7 +20,8 @@ struct FleetSettings {
 
 /// Reads the "upload" object of the daemon's configuration file `path` (JSON with comments) and of
 /// its drop-ins (`conf.d/*.json` beside it, in lexical order, each key replacing the one before, as
-/// the daemon merges them): "database", "endpoint", "region", "bucket", "credentials_file". A
+/// the daemon merges them): "fleet_conninfo", "endpoint", "region", "bucket", "credentials_file",
+/// with the daemon's defaults (bucket "coredumpd", region "us-east-1"). A
 /// missing file gives empty settings when `must_exist` is false (the default path on a host
 /// without a daemon). Throws DumpctlError on a file that cannot be read or parsed, or a key that is
 /// not a string.

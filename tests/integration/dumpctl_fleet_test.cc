@@ -145,10 +145,10 @@ TEST_F(DumpctlFleet, CrashesOfASignatureByPrefix) {
 TEST_F(DumpctlFleet, SettingsComeFromTheDaemonsConfigurationAndItsDropIns) {
   index_->upsert(crash("h1", "d1", kT0, kSigA, ""));
   {
-    std::ofstream(dir_ / "coredumpd.json") << "// the daemon's file\n{ \"store\": \"/x\", \"upload\": { \"database\": "
+    std::ofstream(dir_ / "coredumpd.json") << "// the daemon's file\n{ \"store\": \"/x\", \"upload\": { \"fleet_conninfo\": "
                                             << nlohmann::json("host=/nonexistent dbname=x").dump() << " } }\n";
     std::filesystem::create_directory(dir_ / "conf.d");
-    std::ofstream(dir_ / "conf.d/50-fleet.json") << "{ \"upload\": { \"database\": " << nlohmann::json(conninfo_).dump()
+    std::ofstream(dir_ / "conf.d/50-fleet.json") << "{ \"upload\": { \"fleet_conninfo\": " << nlohmann::json(conninfo_).dump()
                                                  << " } }\n";
   }
   auto [rc, out] = dumpctl({"fleet", "--config", dir_ / "coredumpd.json", "top", "--json=short"});
@@ -207,7 +207,10 @@ TEST_F(DumpctlFleet, FetchDownloadsAndDecompressesTheCore) {
     return dumpctl(a);
   };
 
-  auto [rc, out] = fetch({"d1", "-o", dir_ / "core.d1"});
+  // The bucket and the database from the daemon's configuration, as on a host of the fleet.
+  std::ofstream(dir_ / "coredumpd.json") << nlohmann::json{{"upload", {{"endpoint", g_ceph->endpoint()},
+      {"bucket", "fleet-fetch"}, {"region", "default"}, {"fleet_conninfo", conninfo_}}}}.dump();
+  auto [rc, out] = dumpctl({"fleet", "--config", dir_ / "coredumpd.json", "fetch", "d1", "-o", dir_ / "core.d1"});
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("Fetched the core of d1 of h1 (3.0M) from cores/h1/d1.zst"), std::string::npos) << out;
   EXPECT_EQ(test::read_file(dir_ / "core.d1"), core);
@@ -231,7 +234,7 @@ TEST_F(DumpctlFleet, FetchDownloadsAndDecompressesTheCore) {
   // Nothing half-written is left behind by the failures.
   std::size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir_.path())) files += e.is_regular_file() ? 1 : 0;
-  EXPECT_EQ(files, 2u);
+  EXPECT_EQ(files, 3u);  // the two cores and coredumpd.json
 }
 
 }  // namespace
