@@ -27,6 +27,7 @@
 #include "daemon/analyze/analysis_queue.h"
 #include "daemon/journal/journal_queue.h"
 #include "daemon/journal/journal_writer.h"
+#include "daemon/upload/uploader.h"
 #include "util/time.h"
 
 namespace {
@@ -218,22 +219,34 @@ int main(int argc, char** argv) {
     coredumpd::journal::JournaldSink journald;
     coredumpd::journal::JournalQueue journal(journald, dumps.stats, server.config()->store_dir, dumps.store_dirfd,
                                              [&server] { return server.config()->journal; });
+    // Uploads to S3 and the fleet index (issue 26): their own threads, at idle priority, fed from
+    // the durable queue in the index; woken when a record is final or its analysis ended (the
+    // signature "core-if-new-signature" waits for). Idle while upload.endpoint is "". Created before
+    // the analysis queue, so that it outlives its completions.
+    coredumpd::upload::Uploader uploader(dumps.index, dumps.store_dirfd, dumps.stats, [&server] { return server.config(); },
+                                         server.config()->upload.concurrency);
     coredumpd::AnalysisQueue analysis(
         {dumps.index, dumps.store_dirfd, dumps.stats}, [&server] { return server.config()->analysis; },
-        [&journal](const std::string& id, const coredumpd::analysis::CrashReport* report) {
+        [&journal, &uploader](const std::string& id, const coredumpd::analysis::CrashReport* report) {
           journal.analysis_done(id, report);
+          uploader.wake();
         });
-    dumps.on_stored = [&analysis, &journal](const coredumpd::DumpRecord& r) {
+    dumps.on_stored = [&analysis, &journal, &uploader](const coredumpd::DumpRecord& r) {
       journal.await_analysis(r);  // before the analysis is queued: it may end at once
       if (!analysis.submit(r)) journal.analysis_done(r.id, nullptr);  // disabled, full: sent now
+      uploader.wake();
     };
-    dumps.on_final = [&journal](const coredumpd::DumpRecord& r) { journal.submit(r); };
+    dumps.on_final = [&journal, &uploader](const coredumpd::DumpRecord& r) {
+      journal.submit(r);
+      uploader.wake();
+    };
     analysis.submit_unanalysed();  // what a stop left unanalysed, newest first
     if (query) query->start();
     const int rc = server.run();
     if (query) query->stop();
     analysis.stop();
     journal.stop();  // after the analysis: what waited for it is sent, without its stack trace
+    uploader.stop();  // a part on its way is cut short; its upload resumes at the next start
     return rc;
   } catch (const std::exception& e) {
     if (!check_config) spdlog::critical("coredumpd: {}", e.what());

@@ -292,7 +292,8 @@ std::vector<RowSummary> Index::list_summaries() const {
   const std::string sql = std::string("SELECT id, state, timestamp_us, uid, stored_size, path, ") +
                           index_schema::rule_expression(version_) +
                           ", CASE WHEN json_valid(extra) AND json_type(extra, '$." + extras::kVacuumed +
-                          "') = 'object' THEN 1 ELSE 0 END FROM dumps ORDER BY timestamp_us, rowid";
+                          "') = 'object' THEN 1 ELSE 0 END, " + index_schema::upload_expression(version_) +
+                          " FROM dumps ORDER BY timestamp_us, rowid";
   Stmt st(db_, path_, sql.c_str());
   std::vector<RowSummary> out;
   while (st.step("list summaries")) {
@@ -310,6 +311,7 @@ std::vector<RowSummary> Index::list_summaries() const {
     r.path = st.bytes(5);
     r.rule = st.bytes(6);
     r.vacuumed = st.int64(7) != 0;
+    r.upload = static_cast<RowSummary::Upload>(st.int64(8));
     out.push_back(std::move(r));
   }
   return out;

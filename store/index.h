@@ -15,6 +15,7 @@
 
 #include "store/dump_record.h"
 #include "store/record_query.h"
+#include "store/upload_row.h"
 
 struct sqlite3;
 
@@ -37,6 +38,9 @@ struct RowSummary {
   std::string path;               ///< core file name, or ""
   std::string rule;               ///< DumpRecord::rule (the `rule` column)
   bool vacuumed = false;          ///< extra["vacuumed"] is an object (retention removed the core)
+  /// The upload of its core (table `uploads`, schema 4): an upload pending keeps the core from
+  /// retention; an uploaded core is evicted before the others.
+  enum class Upload { None, CorePending, CoreUploaded } upload = Upload::None;
 };
 
 /// A scan of the index that runs a page at a time (Index::scan_page()): the query service answers a
@@ -79,7 +83,7 @@ class Index {
   /// The schema version this build reads and writes. A database with a larger `user_version` is
   /// refused (IndexError); version 0 means "no schema yet" (created by writable opens). A writable
   /// open migrates an older database (index_schema::upgrade()); a read-only open reads it as it is.
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
   /// How long a call waits for a lock held by another connection before failing, in milliseconds.
   static constexpr int kBusyTimeoutMs = 10000;
 
@@ -158,6 +162,27 @@ class Index {
   /// Marks every InProgress row Interrupted with `reason` (called at daemon start). Returns how
   /// many. Throws IndexError.
   int mark_in_progress_interrupted(const std::string& reason);
+
+  // The upload queue (schema 4, table `uploads`; store/upload_row.h; index_uploads.cc). Each call
+  // is one statement, durable when it returns; each throws IndexError on an SQLite failure or a
+  // read-only index (the readers work read-only).
+
+  /// The time from which final dumps are uploaded: set to `now_us` by the first call, then kept
+  /// (dumps older than the uploader's first start are not sent).
+  std::int64_t upload_origin(std::int64_t now_us);
+  /// Ids of dumps that are final (not in_progress), crashed at or after `since_us` and have no
+  /// `uploads` row: oldest first, at most `max`.
+  std::vector<std::string> upload_candidates(std::int64_t since_us, std::size_t max) const;
+  /// Inserts `r` unless its id has a row already. Returns true if inserted.
+  bool add_upload(const UploadRow& r);
+  /// Replaces the row of r.id. Returns false if there is none.
+  bool save_upload(const UploadRow& r);
+  /// The row of `id`, or std::nullopt.
+  std::optional<UploadRow> get_upload(const std::string& id) const;
+  /// Rows neither done nor skipped whose next_try_us <= now_us, soonest first, at most `max`.
+  std::vector<UploadRow> due_uploads(std::int64_t now_us, std::size_t max) const;
+  /// Rows neither done nor skipped; and the soonest next_try_us among them (0 if none).
+  std::size_t uploads_waiting(std::int64_t* soonest_us = nullptr) const;
 
   /// True if this instance was opened writable (or reopened so).
   bool writable() const;

@@ -61,6 +61,26 @@ constexpr const char* kMigrateV3 =
     "ALTER TABLE dumps ADD COLUMN analysis TEXT;"
     "CREATE INDEX dumps_signature ON dumps(signature);";
 
+// Version 4: the upload queue (store/upload_row.h), one row per dump being or having been sent
+// to S3 and the fleet index; `upload_origin` keeps the time from which dumps are sent.
+constexpr const char* kMigrateV4 =
+    "CREATE TABLE uploads ("
+    " id TEXT PRIMARY KEY NOT NULL,"
+    " mode TEXT NOT NULL,"
+    " state TEXT NOT NULL,"
+    " upload_id TEXT NOT NULL DEFAULT '',"
+    " object_key TEXT NOT NULL DEFAULT '',"
+    " record_key TEXT NOT NULL DEFAULT '',"
+    " core_bytes INTEGER NOT NULL DEFAULT 0,"
+    " attempts INTEGER NOT NULL DEFAULT 0,"
+    " next_try_us INTEGER NOT NULL DEFAULT 0,"
+    " last_error TEXT NOT NULL DEFAULT '',"
+    " queued_us INTEGER NOT NULL,"
+    " done_us INTEGER NOT NULL DEFAULT 0"
+    ");"
+    "CREATE INDEX uploads_due ON uploads(state, next_try_us);"
+    "CREATE TABLE upload_origin (since_us INTEGER NOT NULL);";
+
 /// Version 2's columns of one row, derived from its extra.
 struct DerivedColumns {
   std::int64_t rowid = 0;
@@ -92,7 +112,7 @@ void back_fill_v2(sqlite3* db, const std::string& path) {
 }  // namespace
 
 void upgrade(sqlite3* db, const std::string& path, int version) {
-  static_assert(Index::kSchemaVersion == 3, "add the migration to the new version here");
+  static_assert(Index::kSchemaVersion == 4, "add the migration to the new version here");
   if (version >= Index::kSchemaVersion) return;
   if (version < 1) exec(db, path, kSchemaV1, "create schema");
   if (version < 2) {
@@ -100,7 +120,8 @@ void upgrade(sqlite3* db, const std::string& path, int version) {
     back_fill_v2(db, path);
   }
   if (version < 3) exec(db, path, kMigrateV3, "add columns signature, signature_text, analysis");
-  exec(db, path, "PRAGMA user_version = 3", "set schema version");
+  if (version < 4) exec(db, path, kMigrateV4, "add tables uploads, upload_origin");
+  exec(db, path, "PRAGMA user_version = 4", "set schema version");
 }
 
 const char* rule_expression(int version) {
@@ -109,6 +130,20 @@ const char* rule_expression(int version) {
   // database; CASE evaluates only the branch it takes.
   return "CASE WHEN json_valid(extra) AND json_type(extra, '$.rule') = 'text'"
          " THEN json_extract(extra, '$.rule') ELSE '' END";
+}
+
+}  // namespace coredumpd::index_schema
+
+namespace coredumpd::index_schema {
+
+const char* upload_expression(int version) {
+  if (version < 4) return "0";
+  // A core is pending while its row is not finished and sends a core (or may: the signature is
+  // not decided yet); uploaded once done with an object key.
+  return "COALESCE((SELECT CASE"
+         " WHEN u.state = 'done' AND u.object_key != '' THEN 2"
+         " WHEN u.state NOT IN ('done', 'skipped') AND u.mode != 'metadata' THEN 1"
+         " ELSE 0 END FROM uploads u WHERE u.id = dumps.id), 0)";
 }
 
 }  // namespace coredumpd::index_schema

@@ -28,3 +28,11 @@ void upgrade(sqlite3* db, const std::string& path, int version);
 const char* rule_expression(int version);
 
 }  // namespace coredumpd::index_schema
+
+namespace coredumpd::index_schema {
+
+/// The SQL expression that yields a row's RowSummary::Upload (0 none, 1 core pending, 2 core
+/// uploaded) in a database of schema `version`: from the `uploads` table (version >= 4), else 0.
+const char* upload_expression(int version);
+
+}  // namespace coredumpd::index_schema

@@ -53,6 +53,7 @@ class Vacuumer {
 
   VacuumResult run() {
     load();
+    uploaded_first();
     if (limits_.max_age || limits_.max_core_age) expire();
     for (const GroupKind k : kGroupKinds) enforce_quotas(k);
     enforce_global();
@@ -67,7 +68,9 @@ class Vacuumer {
       Entry e;
       for (const GroupKind k : kGroupKinds) e.keys[kind_index(k)] = group_key(k, r);
       e.counted = holds_core(r);
-      e.evictable = e.counted && r.id != keep_id_ && is_core_file_of(r.id, r.path);
+      // A core whose upload is pending stays until the store holds its confirmation (issue 26).
+      e.evictable = e.counted && r.id != keep_id_ && is_core_file_of(r.id, r.path) &&
+                    r.upload != RowSummary::Upload::CorePending;
       e.rec = std::move(r);
       const std::size_t i = entries_.size();
       if (!keep_id_.empty() && e.rec.id == keep_id_) keep_ = i;
@@ -82,6 +85,16 @@ class Vacuumer {
     }
   }
 
+  /// Within each group, cores already uploaded (a copy is in S3) go before the others, each part
+  /// oldest first.
+  void uploaded_first() {
+    for (auto& kind : members_)
+      for (auto& [key, list] : kind)
+        std::stable_partition(list.begin(), list.end(), [this](std::size_t i) {
+          return entries_[i].rec.upload == RowSummary::Upload::CoreUploaded;
+        });
+  }
+
   /// Step 1: rows older than max_age go entirely (core file first); cores older than max_core_age
   /// go, their rows stay.
   void expire() {
@@ -92,6 +105,7 @@ class Vacuumer {
     const std::int64_t core_cutoff = cutoff(limits_.max_core_age);
     for (auto& e : entries_) {
       if (e.done || e.rec.state == DumpState::InProgress || e.rec.id == keep_id_) continue;
+      if (e.rec.upload == RowSummary::Upload::CorePending) continue;  // not before its upload is confirmed
       const bool row_expired = e.rec.timestamp_us < row_cutoff;
       if (!row_expired && !(e.counted && e.rec.timestamp_us < core_cutoff)) continue;
       if (!e.rec.path.empty() && !is_core_file_of(e.rec.id, e.rec.path)) {
@@ -133,8 +147,18 @@ class Vacuumer {
     const auto& list = it->second;
     while (cursor < list.size() && (entries_[list[cursor]].done || !entries_[list[cursor]].evictable))
       ++cursor;
-    if (cursor == list.size() || (before_keep && keep_ && list[cursor] > *keep_)) return nullptr;
-    return &entries_[list[cursor]];
+    // The list is uploaded cores first, then the rest (uploaded_first()), each part in crash order:
+    // an uploaded core newer than keep_id is passed over, not taken as the end of the group.
+    for (std::size_t j = cursor; j < list.size(); ++j) {
+      const Entry& e = entries_[list[j]];
+      if (e.done || !e.evictable) continue;
+      if (before_keep && keep_ && list[j] > *keep_) {
+        if (e.rec.upload == RowSummary::Upload::CoreUploaded) continue;
+        return nullptr;
+      }
+      return &entries_[list[j]];
+    }
+    return nullptr;
   }
 
   /// True if the dump just written (keep_id) belongs to group `key` of kind `k`.

@@ -14,6 +14,7 @@
 
 #include "daemon/policy/analysis_settings.h"
 #include "daemon/policy/journal_settings.h"
+#include "daemon/policy/upload_settings.h"
 #include "daemon/policy/compression_options.h"
 #include "daemon/policy/policy.h"
 #include "store/query_protocol.h"
@@ -126,6 +127,9 @@ struct Config {
 
   /// "journal": the crash's journal entry (daemon/journal/); applies to entries sent after a reload.
   JournalSettings journal;
+
+  /// "upload": records and cores to S3 and the fleet index (daemon/upload/); off while endpoint is "".
+  UploadSettings upload;
 
   Policy defaults;          ///< policy when no rule matches
   std::vector<Rule> rules;  ///< first match wins

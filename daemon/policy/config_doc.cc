@@ -69,6 +69,7 @@ std::vector<KeyDoc> config_key_docs() {
   add(out, "analysis", analysis_keys());
   add(out, "analysis.debuginfod", debuginfod_keys());
   add(out, "journal", journal_keys());
+  add(out, "upload", upload_keys());
   add(out, "defaults, and each rule", policy_keys());
   add(out, "rate_limit (of defaults or a rule)", rate_limit_keys());
   add(out, "rules[]", rule_keys());

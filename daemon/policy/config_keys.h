@@ -183,6 +183,7 @@ std::span<const ConfigKey<RetentionLimits>> retention_keys();
 std::span<const ConfigKey<AnalysisSettings>> analysis_keys();
 std::span<const ConfigKey<DebuginfodSettings>> debuginfod_keys();
 std::span<const ConfigKey<JournalSettings>> journal_keys();
+std::span<const ConfigKey<UploadSettings>> upload_keys();
 std::span<const ConfigKey<Policy>> policy_keys();
 std::span<const ConfigKey<RateLimit>> rate_limit_keys();
 std::span<const ConfigKey<Rule>> rule_keys();

@@ -14,6 +14,7 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kActions[] = {"store", "reject", "metadata-only", "forward"};
+constexpr std::string_view kUploadModes[] = {"none", "metadata", "core", "core-if-new-signature"};
 constexpr std::string_view kOverSize[] = {"truncate", "reject"};
 constexpr std::string_view kNamespaces[] = {"cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"};
 
@@ -124,6 +125,15 @@ constexpr ConfigKey<Policy> kPolicy[] = {
        else p.max_use = v.size();
      },
      .write = [](const Policy& p) { return optional_json(p.max_use); }},
+    {.name = "upload", .type = "string", .choices = kUploadModes,
+     .description = "What is uploaded when upload.endpoint is set: nothing; the record; the record and the core; "
+                    "the core only for a signature no host has uploaded a core of.",
+     .apply = [](const KeyValue& v, Policy& p) {
+       const std::string m = v.choice();
+       p.upload = m == "none" ? UploadMode::None : m == "metadata" ? UploadMode::Metadata
+                : m == "core" ? UploadMode::Core : UploadMode::CoreIfNewSignature;
+     },
+     .write = [](const Policy& p) -> json { return upload_mode_name(p.upload); }},
 };
 
 constexpr ConfigKey<RateLimit> kRateLimit[] = {

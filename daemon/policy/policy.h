@@ -12,6 +12,7 @@
 
 #include "daemon/proc/collect.h"
 #include "daemon/policy/container.h"
+#include "daemon/policy/upload_settings.h"
 #include "store/dump_record.h"
 #include "protocol/negotiate.h"
 
@@ -76,6 +77,8 @@ struct Policy {
   /// For Action::Forward: the receiver's socket, an absolute path resolved inside the crashing
   /// process's root (/proc/<pid>/root) without following any symlink (daemon/forward/forward.h).
   std::string forward_socket = "/run/coredumpd/coredump.socket";
+  /// What of the crash is uploaded when the "upload" section names an endpoint (daemon/upload/).
+  UploadMode upload = UploadMode::CoreIfNewSignature;
 };
 
 /// How a rule constrains one namespace of the crashing process.

@@ -40,6 +40,10 @@ enum class Outcome : std::size_t {
   // The crash's journal entry (daemon/journal/), once its record is final.
   JournalWritten,       ///< on the way: journald took the entry
   JournalFailed,        ///< on the way: the entry was not sent (journald refused it, or its queue was full)
+  // The upload to S3 and the fleet index (daemon/upload/), after the record is final.
+  Uploaded,        ///< on the way: a dump's upload was confirmed (objects in S3, row in the fleet index)
+  UploadRetried,   ///< on the way: an upload attempt failed; the dump stays queued for another
+  UploadDeferred,  ///< on the way: the upload queue was full; the dump waits in the index to be queued
   // The query service (daemon/query/): requests of users, not crashes.
   QueryServed,   ///< a query answered with "ok": true
   QueryRefused,  ///< a query answered with an error, or a client dropped by a limit (busy, too large, timeouts)
@@ -83,6 +87,9 @@ inline constexpr std::array<OutcomeInfo, kOutcomeCount> kOutcomes = {{
     {Outcome::AnalysisNotRecorded, "analysis_not_recorded", "analysis not recorded"},
     {Outcome::JournalWritten, "journal_written", "journal entries written"},
     {Outcome::JournalFailed, "journal_failed", "journal entries failed"},
+    {Outcome::Uploaded, "uploaded", "uploaded"},
+    {Outcome::UploadRetried, "upload_retried", "upload retries"},
+    {Outcome::UploadDeferred, "upload_deferred", "uploads deferred"},
     {Outcome::QueryServed, "query_served", ""},
     {Outcome::QueryRefused, "query_refused", ""},
 }};

@@ -154,8 +154,7 @@ TEST_F(IndexAnalysisTest, WritableOpenMigratesVersion2) {
   { const Index migrated(dir_, /*writable=*/true); }
   {
     Db db(Index::db_path(dir_));
-    EXPECT_EQ(db.scalar("PRAGMA user_version"), "3");
-    EXPECT_EQ(Index::kSchemaVersion, 3);
+    EXPECT_EQ(db.scalar("PRAGMA user_version"), std::to_string(Index::kSchemaVersion));
     for (const char* column : {"signature", "signature_text", "analysis"}) {
       EXPECT_EQ(db.scalar(std::string("SELECT type FROM pragma_table_info('dumps') WHERE name = '") + column + "'"), "TEXT")
           << column;

@@ -14,7 +14,8 @@ TEST(Stats, SummaryOfNothing) {
             "stored 0, truncated 0, failed 0, rejected 0, impostors 0, bad requests 0, overloaded 0, "
             "store unavailable 0, rate limited 0, forwarded 0, forward fallbacks 0, received forwarded 0, "
             "kept in fallback 0, moved from fallback 0, analyzed 0, analysis unavailable 0, analysis queue full 0, "
-            "analysis not recorded 0, journal entries written 0, journal entries failed 0");
+            "analysis not recorded 0, journal entries written 0, journal entries failed 0, uploaded 0, upload retries 0, "
+            "uploads deferred 0");
 }
 
 TEST(Stats, EachOutcomeHasItsOwnCounterAndLabel) {
@@ -27,7 +28,8 @@ TEST(Stats, EachOutcomeHasItsOwnCounterAndLabel) {
             "stored 2, truncated 3, failed 4, rejected 5, impostors 7, bad requests 8, overloaded 12, "
             "store unavailable 13, rate limited 14, forwarded 15, forward fallbacks 16, received forwarded 17, "
             "kept in fallback 20, moved from fallback 21, analyzed 22, analysis unavailable 23, analysis queue full 24, "
-            "analysis not recorded 25, journal entries written 26, journal entries failed 27");
+            "analysis not recorded 25, journal entries written 26, journal entries failed 27, uploaded 28, upload retries 29, "
+            "uploads deferred 30");
 }
 
 TEST(Stats, OutcomeNames) {
