@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "cli/analysis_commands.h"
+#include "cli/commands_fleet.h"
 #include "cli/commands_status.h"
 #include "cli/format.h"
 #include "cli/store_commands.h"
@@ -139,6 +140,7 @@ int dumpctl_main(const std::vector<std::string>& all_args, const Io& io) {
   const StoreCommands store_commands(app);  // du, vacuum, verify
   const AnalysisCommands analysis_commands(app, sel);  // analyze, signatures
   const VerbCommands verb_commands(app, sel);  // delete, export
+  const FleetCommands fleet_commands(app);  // fleet top, crashes, fetch
 
   std::vector<const char*> argv;
   argv.reserve(args.size());
@@ -170,6 +172,7 @@ int dumpctl_main(const std::vector<std::string>& all_args, const Io& io) {
     if (*status) return cmd_status(global, status_opts, io);
     if (const auto rc = store_commands.run(global, io)) return *rc;
     if (const auto rc = analysis_commands.run(global, sel, io)) return *rc;
+    if (const auto rc = fleet_commands.run(sel, dump_opts.output, io)) return *rc;
     if ((*dump || *debug) && sel.field) throw DumpctlError("Option --field/-F only makes sense with list");
     if (*info) {
       info_opts.select = std::move(sel);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 #include "fleet/fleet_schema.h"
@@ -72,6 +73,11 @@ std::string lower(std::string s) {
 }
 
 void ignore_notice(void*, const char*) {}
+
+// A row count as SQL's LIMIT takes it (a bigint): larger means all rows.
+std::string sql_limit(std::size_t limit) {
+  return std::to_string(std::min<std::size_t>(limit, static_cast<std::size_t>(INT64_MAX)));
+}
 
 }  // namespace
 
@@ -168,7 +174,7 @@ SELECT signature, max(signature_text), count(*), count(DISTINCT host_id), min(ti
  LIMIT $3
 )sql";
   const PgResult res = impl_->run("top_signatures", sql,
-                                  {std::to_string(since_us), std::to_string(until_us), std::to_string(limit)});
+                                  {std::to_string(since_us), std::to_string(until_us), sql_limit(limit)});
   std::vector<FleetSignature> out;
   for (int i = 0; i < PQntuples(res.get()); ++i) {
     FleetSignature s;
@@ -200,7 +206,7 @@ std::vector<FleetRecord> FleetIndex::crashes_of(const std::string& signature, st
                                   std::string("SELECT ") + kRecordColumns +
                                       " FROM fleet_crashes WHERE signature = $1"
                                       " ORDER BY timestamp_us DESC, host_id, dump_id LIMIT $2",
-                                  {pg_text(sigs.get(), 0, 0), std::to_string(limit)});
+                                  {pg_text(sigs.get(), 0, 0), sql_limit(limit)});
   std::vector<FleetRecord> out;
   for (int i = 0; i < PQntuples(res.get()); ++i) out.push_back(read_record(res.get(), i));
   return out;

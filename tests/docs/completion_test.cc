@@ -206,6 +206,18 @@ TEST(Completion, ZshCompletesInAPty) {
   EXPECT_EQ(zsh_complete("dumpctl -F COREDUMP_USER_U"), "dumpctl -F COREDUMP_USER_UNIT");
 }
 
+TEST(Completion, FleetVerbsOnceThenTheUsersWords) {
+  EXPECT_EQ(bash_complete({"dumpctl", "fle"}), "fleet\n");
+  EXPECT_EQ(bash_complete({"dumpctl", "fleet", ""}), "crashes\nfetch\ntop\n");
+  EXPECT_EQ(bash_complete({"dumpctl", "fleet", "--database", "host=/x", "cr"}), "crashes\n");
+  EXPECT_EQ(bash_complete({"dumpctl", "fleet", "top", ""}), "\n");  // nothing more to offer
+  EXPECT_EQ(bash_complete({"dumpctl", "fleet", "--dat"}), "--database\n");
+  if (!have_zsh()) return;
+  EXPECT_EQ(zsh_complete("dumpctl fleet cra"), "dumpctl fleet crashes");
+  EXPECT_EQ(zsh_complete("dumpctl fleet --buc").rfind("dumpctl fleet --bucket", 0), 0u);
+  EXPECT_EQ(zsh_complete("dumpctl fleet top cra"), "dumpctl fleet top cra");
+}
+
 TEST(Completion, ZshSyntax) {
   if (!have_zsh()) GTEST_SKIP() << "zsh is not installed";
   const auto [status, out] = run_capture({"/bin/sh", "-c", std::string(ZSH_PROGRAM) + " -n " ZSH_COMPLETION " 2>&1"});

@@ -201,6 +201,7 @@ TEST_F(FleetIndexTest, TopSignaturesCountsHostsAndVersionsInTheWindow) {
   EXPECT_EQ(idx.top_signatures(100, 300, 1).size(), 1u);
   EXPECT_EQ(idx.top_signatures(0, 300, 10)[1].count, 2u);
   EXPECT_TRUE(idx.top_signatures(400, 500, 10).empty());
+  EXPECT_EQ(idx.top_signatures(0, INT64_MAX, SIZE_MAX).size(), 2u);  // no limit, all time
 }
 
 TEST_F(FleetIndexTest, CrashesOfASignatureByPrefix) {
