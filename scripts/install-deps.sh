@@ -18,6 +18,7 @@ packages=(
   scdoc  # the man pages' sources (docs/man/*.scd) to roff
   man-db groff-base zsh  # tests/docs: the pages rendered by man -l, the zsh completion
   lintian  # packaging/build-deb.sh checks the package
+  qemu-system-x86 busybox-static cpio  # scripts/vm-test.sh: the e2e tests under Debian's newest kernel
 )
 
 missing=()
