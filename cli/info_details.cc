@@ -193,7 +193,7 @@ std::vector<InfoField> info_details(const json& extra, std::size_t max_fds) {
                                                              : "";
     if (extra.contains(extras::kFaultAddress))
       v += std::string(v.empty() ? "" : ", ") + "fault address " + hex(number_of(extra, extras::kFaultAddress));
-    out.push_back({"Signal Info", v});
+    if (!v.empty()) out.push_back({"Signal Info", v});
   }
   if (const auto s = short_core_from_extra(extra)) {
     std::string v = std::to_string(s->received) + " of " + std::to_string(s->expected) +

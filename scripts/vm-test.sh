@@ -23,6 +23,7 @@ tree=$(cd "${1:-build/asan}" && pwd)
 cache=${VM_CACHE:-/var/cache/coredumpd-vm}
 total_timeout=${VM_TIMEOUT:-2400} boot_timeout=${VM_BOOT_TIMEOUT:-120}
 fail() { echo "vm-test: FAILED: $*"; exit 1; }
+trap 'echo "vm-test: FAILED at line $LINENO: $BASH_COMMAND"' ERR
 for tool in qemu-system-x86_64 busybox cpio python3 ctest; do
   command -v "$tool" >/dev/null || fail "$tool is missing (scripts/install-deps.sh installs it)"
 done
@@ -59,7 +60,7 @@ for t in /bin/sh /bin/bash /usr/bin/env /bin/mount /bin/umount /usr/bin/unshare 
 done
 # Every shared library ldd names, and the loader.
 for f in "${files[@]}"; do
-  ldd "$f" 2>/dev/null | grep -oE '/[^ ]+' | while read -r lib; do echo "$lib"; readlink -f "$lib"; done
+  { ldd "$f" 2>/dev/null || true; } | grep -oE '/[^ ]+' | while read -r lib; do echo "$lib"; readlink -f "$lib"; done
 done | sort -u >"$work/libs"
 while read -r lib; do add "$lib"; done <"$work/libs"
 # Each file at its real path, and each other name it was found under as a symlink to it (the
