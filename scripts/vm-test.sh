@@ -60,8 +60,8 @@ for t in /bin/sh /bin/bash /usr/bin/env /bin/mount /bin/umount /usr/bin/unshare 
 done
 # Every shared library ldd names, and the loader.
 for f in "${files[@]}"; do
-  { ldd "$f" 2>/dev/null || true; } | grep -oE '/[^ ]+' | while read -r lib; do echo "$lib"; readlink -f "$lib"; done
-done | sort -u >"$work/libs"
+  ldd "$f" 2>/dev/null | grep -oE '/[^ ]+' || true  # a static program has none
+done | while read -r lib; do echo "$lib"; readlink -f "$lib"; done | sort -u >"$work/libs"
 while read -r lib; do add "$lib"; done <"$work/libs"
 # Each file at its real path, and each other name it was found under as a symlink to it (the
 # guest's /lib is /usr/lib, as on the host).
@@ -125,6 +125,7 @@ for ((i = shown; i < ${#verdicts[@]}; i++)); do echo "vm-test: ${verdicts[i]#@@V
 echo
 guest_kernel=$(sed -n 's/^@@VM kernel //p' "$log.txt" | head -n1)
 echo "kernel: ${guest_kernel:-unknown (package $release)}"
+sed -n 's/^@@VM \(warm-up\)/vm-test: \1/p' "$log.txt"
 [[ -z $skew_host ]] || echo "host $skew_host"
 sed -n 's/^@@VM \(version-skew:\)/guest \1/p' "$log.txt"
 if grep -q '^@@VM result FAIL' "$log.txt"; then

@@ -119,6 +119,7 @@ TEST_F(CoredumpCode, RecordWithoutCoreCarriesTheKernelsSignalAndCode) {
     EXPECT_EQ(rec->extra["si_code"].get<int>(), c.si_code) << rec->extra.dump();
     EXPECT_FALSE(rec->extra.contains("si_code_unavailable")) << rec->extra.dump();
     const std::string out = info(*rec);
+    EXPECT_NE(out.find("Signal: " + std::to_string(c.signal) + " ("), std::string::npos) << out;
     EXPECT_NE(out.find("Signal Info: si_code " + std::to_string(c.si_code)), std::string::npos) << out;
     std::fprintf(stderr, "%s: signal %d, si_code %d from the pidfd, no core\n", c.mode, *rec->signal,
                  rec->extra["si_code"].get<int>());
