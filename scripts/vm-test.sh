@@ -55,7 +55,8 @@ while ((${#queue[@]})); do
 done
 # Host tools the tests run by absolute path or through the shell (the rest are busybox applets).
 for t in /bin/sh /bin/bash /usr/bin/env /bin/mount /bin/umount /usr/bin/unshare /usr/bin/nsenter /usr/bin/setpriv \
-  /usr/bin/readelf /usr/bin/gdb /usr/bin/cat /usr/bin/sleep /usr/bin/true /usr/bin/false; do
+  /usr/bin/readelf /usr/bin/gdb /usr/bin/cat /usr/bin/sleep /usr/bin/true /usr/bin/false \
+  /sbin/mkfs.ext4 /sbin/losetup /etc/mke2fs.conf; do
   add "$t"  # /bin/sh: dash, under both names
 done
 # Every shared library ldd names, and the loader.
