@@ -11,7 +11,7 @@ mount -t devpts devpts /dev/pts
 mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs -o mode=1777 tmpfs /tmp
 mount -t tmpfs -o mode=755 tmpfs /run
-mkdir -p /run/lock && chmod 1777 /run/lock
+mkdir -p /run/lock /var/tmp && chmod 1777 /run/lock /var/tmp
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 ip link set lo up 2>/dev/null
 hostname vm-test
@@ -43,7 +43,10 @@ vm_test() {
   else
     [ "$rc" = 137 ] && rc="137, killed at the ${limit} s timeout"
     echo "---- $name (exit $rc):"
-    tail -n 60 /tmp/vm-test.out
+    # Each failure with its context (a daemon's log can be long), then the end.
+    grep -A12 -E ': Failure$|^(Failure|Expected|Value of)' /tmp/vm-test.out | head -n 120
+    echo "  [...]"
+    tail -n 15 /tmp/vm-test.out
     echo "@@VM result FAIL $took $name (exit $rc)"
   fi
 }

@@ -38,6 +38,8 @@ rm -rf "$work"
 root=$work/root
 mkdir -p "$root"/{proc,sys,dev,tmp,run,root,etc,vm,usr/bin,usr/sbin,usr/lib,usr/lib64}
 for d in bin sbin lib lib64; do ln -s "usr/$d" "$root/$d"; done  # merged /usr, as on the host
+# Every e2e test program (a no-op where scripts/test.sh built the whole tree).
+cmake --build "$tree" --target e2e_tests >"$work.build.log" 2>&1 || { tail -n 30 "$work.build.log"; fail "building e2e_tests in $tree"; }
 ctest --test-dir "$tree" -L e2e ${VM_TESTS:+-R "$VM_TESTS"} --show-only=json-v1 >"$work/ctest.json"
 mapfile -t programs < <(python3 scripts/vm-test-plan.py "$root/vm/tests.sh" <"$work/ctest.json")
 ((${#programs[@]})) || fail "ctest lists no e2e tests in $tree (is it built?)"
