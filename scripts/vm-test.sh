@@ -13,7 +13,7 @@
 # and the guest's, and ends with "N passed, M failed, K skipped". Exits non-zero on any failure,
 # a guest that does not boot, or a timeout.
 # Usage: scripts/vm-test.sh [BUILD_TREE]   (default build/asan, which scripts/test.sh builds whole)
-# Environment: VM_TIMEOUT (s, whole run, default 2400), VM_BOOT_TIMEOUT (s, default 120),
+# Environment: VM_TIMEOUT (s, from QEMU's start to the guest's end, default 2400), VM_BOOT_TIMEOUT (s, default 120),
 # VM_TESTS (a ctest -R regex to run fewer), VM_CACHE (default /var/cache/coredumpd-vm),
 # VM_SKIP_HOST_SKEW=1 (do not run the skew test on the host's kernel).
 set -euo pipefail
@@ -103,11 +103,12 @@ qemu-system-x86_64 -accel tcg,thread=multi -cpu qemu64 -smp 2 -m 4096 \
   -append 'console=ttyS0 panic=-1 quiet loglevel=1' \
   -nographic -no-reboot -monitor none -serial "file:$log" -display none </dev/null >"$work/qemu.out" 2>&1 &
 qemu=$!
+boot_start=$SECONDS
 trap 'kill -KILL "$qemu" 2>/dev/null || true' EXIT
 booted=0 timed_out=""
 shown=0
 while kill -0 "$qemu" 2>/dev/null; do
-  elapsed=$((SECONDS - start))
+  elapsed=$((SECONDS - boot_start))
   if ((!booted)) && grep -q '^@@VM booted' "$log"; then booted=1; fi
   if ((!booted && elapsed > boot_timeout)); then timed_out="the guest did not reach /init within $boot_timeout s"; break; fi
   if ((elapsed > total_timeout)); then timed_out="the run exceeded VM_TIMEOUT=$total_timeout s"; break; fi
