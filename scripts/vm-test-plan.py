@@ -17,6 +17,13 @@ import sys
 NO_SYSTEMD = "needs systemd-nspawn, journald and a debootstrapped Debian; the VM is a busybox initramfs (host run only)"
 
 
+# Tests whose own fixed bounds emulation cannot meet, with the measurement that says so; they run
+# on the host's kernel. Every entry is printed as a skip with its reason.
+TOO_SLOW_UNDER_TCG = {
+    "RealKernel.MostlyUntouchedMemoryComesBackAsASparseFile":
+        "a 2 GiB core: under TCG its stream outlasts the fixture's 60 s crash bound "
+        "(SIGKILLed after 1.3 of 2 GiB, 2026-12-05); runs on the host's kernel",
+}
 WARM_UP = "CoredumpCode.EachKernelIsAckedOnlyWhatItOffered"
 
 
@@ -38,6 +45,9 @@ def main():
         labels = prop(t, "LABELS", []) or []
         if "systemd" in labels or cmd[0].rsplit("/", 1)[-1].startswith("nspawn_"):
             lines.append("vm_skip " + shlex.quote(t["name"]) + " " + shlex.quote(NO_SYSTEMD))
+            continue
+        if t["name"] in TOO_SLOW_UNDER_TCG:
+            lines.append("vm_skip " + shlex.quote(t["name"]) + " " + shlex.quote(TOO_SLOW_UNDER_TCG[t["name"]]))
             continue
         programs.add(cmd[0])
         timeout = int(float(prop(t, "TIMEOUT", 1500)))
