@@ -58,7 +58,7 @@ done
 # Host tools the tests run by absolute path or through the shell (the rest are busybox applets).
 for t in /bin/sh /bin/bash /usr/bin/env /bin/mount /bin/umount /usr/bin/unshare /usr/bin/nsenter /usr/bin/setpriv \
   /usr/bin/readelf /usr/bin/gdb /usr/bin/cat /usr/bin/sleep /usr/bin/true /usr/bin/false \
-  /sbin/mkfs.ext4 /sbin/losetup /etc/mke2fs.conf; do
+  /usr/bin/addr2line /sbin/mkfs.ext4 /sbin/losetup /etc/mke2fs.conf; do
   add "$t"  # /bin/sh: dash, under both names
 done
 # Every shared library ldd names, and the loader.
@@ -66,6 +66,11 @@ for f in "${files[@]}"; do
   ldd "$f" 2>/dev/null | grep -oE '/[^ ]+' || true  # a static program has none
 done | while read -r lib; do echo "$lib"; readlink -f "$lib"; done | sort -u >"$work/libs"
 while read -r lib; do add "$lib"; done <"$work/libs"
+# Their separate debug files where the host has them (libc6-dbg: the analysis names libc's frames).
+for f in "${files[@]}"; do
+  id=$(readelf -n "$f" 2>/dev/null | sed -n 's/.*Build ID: \([0-9a-f]\{2\}\)\([0-9a-f]*\).*/\1\/\2/p' | head -n1 || true)
+  [[ -z $id ]] || add "/usr/lib/debug/.build-id/$id.debug"
+done
 # Each file at its real path, and each other name it was found under as a symlink to it (the
 # guest's /lib is /usr/lib, as on the host).
 for f in "${files[@]}"; do
