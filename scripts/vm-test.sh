@@ -79,6 +79,11 @@ for f in "${files[@]}"; do
   name=$(readlink -f "$(dirname "$f")")/$(basename "$f")
   [[ $name == "$real" || -e $root$name ]] || { mkdir -p "$root$(dirname "$name")"; ln -s "$real" "$root$name"; }
 done
+# gdb (dumpctl debug) embeds Python, which aborts without its standard library.
+py=$({ ldd /usr/bin/gdb 2>/dev/null || true; } | grep -oE 'libpython3\.[0-9]+' | head -n1 | sed 's/^lib//')
+for d in ${py:+/usr/lib/$py} /usr/share/gdb; do
+  [[ -d $d ]] && tar -C / --exclude=test --exclude=__pycache__ --exclude=site-packages -cf - "${d#/}" | tar -C "$root" -xf -
+done
 cp "$(command -v busybox)" "$root/usr/bin/busybox"
 for applet in $(busybox --list); do
   [[ -e $root/usr/bin/$applet || -e $root/usr/sbin/$applet ]] || ln -s busybox "$root/usr/bin/$applet"
