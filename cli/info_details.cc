@@ -208,12 +208,15 @@ std::vector<InfoField> info_details(const json& extra, std::size_t max_fds) {
   negotiation(extra, out);
   timing(extra, out);
   if (extra.contains(extras::kThreads)) out.push_back({"Threads", std::to_string(number_of(extra, extras::kThreads))});
-  if (extra.contains(extras::kSiCode) || extra.contains(extras::kFaultAddress)) {
+  if (extra.contains(extras::kSiCode) || extra.contains(extras::kFaultAddress) || extra.contains(extras::kSiCodeUnavailable)) {
     const auto code = extra.find(extras::kSiCode);
-    std::string v = code != extra.end() && code->is_number_integer() ? "si_code " + std::to_string(code->get<std::int64_t>()) : "";
+    const auto why = extra.find(extras::kSiCodeUnavailable);
+    std::string v = code != extra.end() && code->is_number_integer() ? "si_code " + std::to_string(code->get<std::int64_t>())
+                    : why != extra.end() && why->is_string() ? "si_code not known: " + escape_for_display(why->get<std::string>())
+                                                             : "";
     if (extra.contains(extras::kFaultAddress))
       v += std::string(v.empty() ? "" : ", ") + "fault address " + hex(number_of(extra, extras::kFaultAddress));
-    out.push_back({"Signal Info", v});
+    if (!v.empty()) out.push_back({"Signal Info", v});
   }
   if (const auto s = short_core_from_extra(extra)) {
     std::string v = std::to_string(s->received) + " of " + std::to_string(s->expected) +

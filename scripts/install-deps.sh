@@ -22,6 +22,7 @@ packages=(
   libpq-dev postgresql  # the fleet index (fleet/) and its tests' server (scripts/fleet/pg-up.sh)
   libcurl4-openssl-dev libxml2-dev  # the S3 client (s3/): HTTP, SigV4 signing, its XML replies
   ceph-mon ceph-osd radosgw ceph-common  # a real S3 endpoint for the upload tests (scripts/fleet/ceph-up.sh)
+  qemu-system-x86 busybox-static cpio  # scripts/vm-test.sh: the e2e tests under Debian's newest kernel
 )
 
 missing=()

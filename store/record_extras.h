@@ -50,6 +50,10 @@ inline constexpr const char* kCollectTimingsUs = "collect_timings_us";
 /// daemon/proc/peer.h: "this kernel does not report it ..."); absent when the pidfd gave one.
 /// A core's own notes may still give the signal later (DumpRecord::signal).
 inline constexpr const char* kSignalUnavailable = "signal_unavailable";
+/// string: why the handshake got no si_code from the kernel (decode_coredump_code() in
+/// daemon/proc/peer.h: PIDFD_INFO_COREDUMP_CODE is newer than 6.18); absent when the pidfd gave
+/// one. A core's NT_SIGINFO may still give it later (kSiCode).
+inline constexpr const char* kSiCodeUnavailable = "si_code_unavailable";
 /// integer, bytes: the task's RLIMIT_CORE soft limit (absent if unknown).
 inline constexpr const char* kRlimitCore = "rlimit_core";
 /// object {"<tid>": byte string}: each thread's comm, read from /proc/<pid>/task/*/comm before the
@@ -83,7 +87,9 @@ inline constexpr const char* kRateLimited = "rate_limited";
 
 // --- Dump (daemon/dump/dump_job.cc) ---------------------------------------------------------
 
-/// integer: siginfo si_code from the core's NT_SIGINFO note.
+/// integer: siginfo si_code of the fatal signal: from the pidfd at the handshake
+/// (PIDFD_INFO_COREDUMP_CODE; the only source for a record without a core), then from the core's
+/// NT_SIGINFO note when there is one.
 inline constexpr const char* kSiCode = "si_code";
 /// integer: the faulting address from NT_SIGINFO (unsigned, as a number).
 inline constexpr const char* kFaultAddress = "fault_address";

@@ -54,12 +54,28 @@ nlohmann::json probe_pidfd() {
     out["error"] = error;
     return out;
   }
+  const auto pidfd_fields = [](std::uint64_t mask) {
+    return mask_names(mask, {{PIDFD_INFO_PID, "PID"}, {PIDFD_INFO_CREDS, "CREDS"}, {PIDFD_INFO_CGROUPID, "CGROUPID"},
+                             {PIDFD_INFO_EXIT, "EXIT"}, {PIDFD_INFO_COREDUMP, "COREDUMP"},
+                             {PIDFD_INFO_SUPPORTED_MASK, "SUPPORTED_MASK"}, {PIDFD_INFO_COREDUMP_SIGNAL, "COREDUMP_SIGNAL"},
+                             {PIDFD_INFO_COREDUMP_CODE, "COREDUMP_CODE"}});
+  };
+  // What our own (not crashing) process gets: never the coredump fields, whatever the kernel.
   out["pidfd_info_mask"] = info->mask;
-  out["pidfd_info_fields"] = mask_names(info->mask, {{PIDFD_INFO_PID, "PID"}, {PIDFD_INFO_CREDS, "CREDS"},
-                                                     {PIDFD_INFO_CGROUPID, "CGROUPID"}, {PIDFD_INFO_EXIT, "EXIT"},
-                                                     {PIDFD_INFO_COREDUMP, "COREDUMP"}, {0x20, "SUPPORTED_MASK"},
-                                                     {PIDFD_INFO_COREDUMP_SIGNAL, "COREDUMP_SIGNAL"}, {0x80, "COREDUMP_CODE"}});
-  out["coredump_signal_field"] = (info->mask & PIDFD_INFO_COREDUMP_SIGNAL) != 0;
+  out["pidfd_info_fields"] = pidfd_fields(info->mask);
+  // What the kernel can report about a crashing task: its supported mask (6.19+), since a mask
+  // returned for our own process cannot show fields only a crash fills.
+  const PidfdSupport support = pidfd_supported_mask();
+  if (support.supported_mask) {
+    out["pidfd_info_supported_mask"] = *support.supported_mask;
+    out["pidfd_info_supported"] = pidfd_fields(*support.supported_mask);
+  } else {
+    out["pidfd_info_supported_mask"] = nullptr;
+    out["pidfd_info_supported_error"] = support.error;
+  }
+  const std::uint64_t supported = support.supported_mask.value_or(0);
+  out["coredump_signal_field"] = (supported & PIDFD_INFO_COREDUMP_SIGNAL) != 0;
+  out["coredump_code_field"] = (supported & PIDFD_INFO_COREDUMP_CODE) != 0;
   return out;
 }
 

@@ -73,8 +73,13 @@ void Session::start() {
     const CoredumpSignal sig = decode_coredump_signal(i);
     record_.signal = sig.signal;
     if (!sig.signal) record_.extra[extras::kSignalUnavailable] = sig.absent;
+    // For a record without a core this is the only si_code; a core's NT_SIGINFO restates it.
+    const CoredumpCode code = decode_coredump_code(i);
+    if (code.code) record_.extra[extras::kSiCode] = *code.code;
+    else record_.extra[extras::kSiCodeUnavailable] = code.absent;
   } else {
     record_.extra[extras::kSignalUnavailable] = "no pidfd information: " + peer_.error;
+    record_.extra[extras::kSiCodeUnavailable] = "no pidfd information: " + peer_.error;
   }
 
   if (!peer_.is_crashing_task()) {

@@ -61,8 +61,9 @@ Peer identify_peer(int fd) {
     return peer;
   }
   peer.pidfd.reset(pidfd);
+  // 7.3 returns SIGNAL and CODE with COREDUMP whether asked or not; asking says what we read.
   peer.info = pidfd_get_info(pidfd, PIDFD_INFO_PID | PIDFD_INFO_CREDS | PIDFD_INFO_CGROUPID | PIDFD_INFO_COREDUMP |
-                                        PIDFD_INFO_COREDUMP_SIGNAL,
+                                        PIDFD_INFO_COREDUMP_SIGNAL | PIDFD_INFO_COREDUMP_CODE,
                              peer.error);
   return peer;
 }
@@ -73,6 +74,22 @@ CoredumpSignal decode_coredump_signal(const pidfd_info& info) {
   if (info.coredump_signal == 0 || info.coredump_signal > 64)
     return {std::nullopt, "the kernel reported coredump_signal " + std::to_string(info.coredump_signal) + ", not a signal"};
   return {static_cast<int>(info.coredump_signal), ""};
+}
+
+CoredumpCode decode_coredump_code(const pidfd_info& info) {
+  if (!(info.mask & PIDFD_INFO_COREDUMP_CODE)) return {std::nullopt, kNoCoredumpCodeText};
+  return {static_cast<std::int32_t>(info.coredump_code), ""};
+}
+
+PidfdSupport pidfd_supported_mask() {
+  const UniqueFd self(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  if (!self) return {std::nullopt, std::string("pidfd_open: ") + std::strerror(errno)};
+  std::string error;
+  const auto info = pidfd_get_info(self.get(), PIDFD_INFO_SUPPORTED_MASK, error);
+  if (!info) return {std::nullopt, error};
+  if (!(info->mask & PIDFD_INFO_SUPPORTED_MASK))
+    return {std::nullopt, "PIDFD_GET_INFO reports no supported mask (PIDFD_INFO_SUPPORTED_MASK needs Linux 6.19)"};
+  return {info->supported_mask, ""};
 }
 
 }  // namespace coredumpd

@@ -36,8 +36,14 @@ inline constexpr std::uint64_t PIDFD_INFO_EXIT = 1U << 3;
 #ifndef PIDFD_INFO_COREDUMP
 inline constexpr std::uint64_t PIDFD_INFO_COREDUMP = 1U << 4;
 #endif
+#ifndef PIDFD_INFO_SUPPORTED_MASK
+inline constexpr std::uint64_t PIDFD_INFO_SUPPORTED_MASK = 1U << 5;  ///< 6.19+: fills supported_mask
+#endif
 #ifndef PIDFD_INFO_COREDUMP_SIGNAL
 inline constexpr std::uint64_t PIDFD_INFO_COREDUMP_SIGNAL = 1U << 6;  ///< 6.19+
+#endif
+#ifndef PIDFD_INFO_COREDUMP_CODE
+inline constexpr std::uint64_t PIDFD_INFO_COREDUMP_CODE = 1U << 7;  ///< newer than 6.18 (7.2, 7.3 have it)
 #endif
 #ifndef PIDFD_COREDUMPED
 inline constexpr std::uint32_t PIDFD_COREDUMPED = 1U << 0;
@@ -45,11 +51,14 @@ inline constexpr std::uint32_t PIDFD_COREDUMP_SKIP = 1U << 1;
 inline constexpr std::uint32_t PIDFD_COREDUMP_USER = 1U << 2;
 inline constexpr std::uint32_t PIDFD_COREDUMP_ROOT = 1U << 3;
 #endif
-static_assert(PIDFD_INFO_COREDUMP == 1U << 4 && PIDFD_INFO_COREDUMP_SIGNAL == 1U << 6 && PIDFD_COREDUMP_ROOT == 1U << 3);
+static_assert(PIDFD_INFO_COREDUMP == 1U << 4 && PIDFD_INFO_SUPPORTED_MASK == 1U << 5 &&
+              PIDFD_INFO_COREDUMP_SIGNAL == 1U << 6 && PIDFD_INFO_COREDUMP_CODE == 1U << 7 &&
+              PIDFD_COREDUMP_ROOT == 1U << 3);
 
-/// struct pidfd_info, 88 bytes: always passed whole and zeroed, because the layout of bytes 72..87
-/// differs between kernel versions; we read nothing from there (docs/PROTOCOL.md §3.3).
-/// coredump_signal (bytes 68..71) is read only when the mask says the kernel filled it.
+/// struct pidfd_info, 88 bytes (PIDFD_INFO_SIZE_VER3), as 7.3's include/uapi/linux/pidfd.h has it:
+/// always passed whole and zeroed. A field is read only when the returned mask says the kernel
+/// filled it (an older kernel copies only the prefix it knows and leaves the rest zero;
+/// fs/pidfs.c pidfd_info(), copy_struct_to_user()).
 struct pidfd_info {
   std::uint64_t mask;
   std::uint64_t cgroupid;
@@ -57,7 +66,9 @@ struct pidfd_info {
   std::int32_t exit_code;
   std::uint32_t coredump_mask;
   std::uint32_t coredump_signal;  ///< 6.19+: valid only if mask has PIDFD_INFO_COREDUMP_SIGNAL
-  std::uint64_t reserved[2];      ///< version-dependent (coredump_code / supported_mask)
+  std::uint32_t coredump_code;    ///< siginfo si_code: valid only if mask has PIDFD_INFO_COREDUMP_CODE
+  std::uint32_t coredump_pad;
+  std::uint64_t supported_mask;   ///< the PIDFD_INFO_* bits this kernel knows: only if mask has SUPPORTED_MASK
 };
 static_assert(sizeof(pidfd_info) == 88);
 
@@ -98,6 +109,33 @@ inline constexpr const char* kNoCoredumpSignalText =
 /// value is a signal number (1..64); otherwise `absent` says why (kNoCoredumpSignalText when the
 /// kernel does not fill the field, the value when it is not a signal). Pure.
 CoredumpSignal decode_coredump_signal(const pidfd_info& info);
+
+/// The si_code of a crashing task's fatal signal as its pidfd_info reports it, or why it does not.
+struct CoredumpCode {
+  std::optional<int> code;  ///< siginfo si_code (e.g. SEGV_MAPERR 1, SI_TKILL -6), when reported
+  std::string absent;       ///< why `code` is empty, else ""
+};
+
+/// Why a kernel gives no si_code before the core: it lacks PIDFD_INFO_COREDUMP_CODE.
+inline constexpr const char* kNoCoredumpCodeText =
+    "this kernel does not report it before the core (PIDFD_INFO_COREDUMP_CODE: newer than 6.18, in 7.3)";
+
+/// Decodes coredump_code from `info`: the code when the mask has PIDFD_INFO_COREDUMP_CODE (the
+/// kernel copies siginfo->si_code, a signed int, into the u32: fs/pidfs.c pidfs_coredump());
+/// otherwise `absent` is kNoCoredumpCodeText. Pure.
+CoredumpCode decode_coredump_code(const pidfd_info& info);
+
+/// What the running kernel's PIDFD_GET_INFO supports, asked of our own pidfd with
+/// PIDFD_INFO_SUPPORTED_MASK (6.19+). Our own process has not dumped core, so its returned mask
+/// never shows the coredump fields: only supported_mask can say whether they exist.
+struct PidfdSupport {
+  std::optional<std::uint64_t> supported_mask;  ///< absent: a kernel older than 6.19, or the ioctl failed
+  std::string error;                            ///< why supported_mask is absent, else ""
+};
+
+/// Asks the running kernel for its PIDFD_GET_INFO supported mask (pidfd_open(getpid()), then
+/// PIDFD_GET_INFO with PIDFD_INFO_SUPPORTED_MASK). Never throws.
+PidfdSupport pidfd_supported_mask();
 
 /// Reads SO_PEERCRED, SO_PEERPIDFD and PIDFD_GET_INFO for connected socket `fd`.
 /// Never throws; failures are described in Peer::error (e.g. a pre-6.5 kernel without SO_PEERPIDFD).

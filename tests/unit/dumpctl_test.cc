@@ -1086,6 +1086,22 @@ namespace {
 // Ids of a burst: the same timestamp half (the daemon's first 16 hex digits), random tails; two
 // tails share 6 more digits. `list` shows each id as its shortest unambiguous prefix (>= 12 chars),
 // --json says the same, and `info` resolves every shown prefix to its own record.
+// A record without a core: the si_code the pidfd gave (PIDFD_INFO_COREDUMP_CODE), or why there is
+// none; a code, when present, wins over the reason.
+TEST(InfoDetails, SignalInfoFromThePidfdOrWhyNot) {
+  using coredumpd::cli::info_details;
+  const auto signal_info = [](const nlohmann::json& extra) {
+    for (const auto& f : info_details(extra))
+      if (f.label == "Signal Info") return f.value;
+    return std::string("(none)");
+  };
+  EXPECT_EQ(signal_info({{"si_code", -6}}), "si_code -6");
+  EXPECT_EQ(signal_info({{"si_code_unavailable", "this kernel does not report it\x1b"}}),
+            "si_code not known: this kernel does not report it\\x1b");
+  EXPECT_EQ(signal_info({{"si_code", 1}, {"si_code_unavailable", "x"}}), "si_code 1");
+  EXPECT_EQ(signal_info({{"si_code_unavailable", 5}}), "(none)") << "an odd type is skipped";
+}
+
 TEST_F(DumpctlTest, ListShowsPrefixesThatInfoResolvesInABurst) {
   std::vector<std::string> ids;
   std::mt19937_64 rng(20);
