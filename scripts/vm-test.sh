@@ -12,7 +12,8 @@
 # Prints "kernel: <uname -r>", each test's verdict, the "version-skew:" line of the host's kernel
 # and the guest's, and ends with "N passed, M failed, K skipped". Exits non-zero on any failure,
 # a guest that does not boot, or a timeout.
-# Usage: scripts/vm-test.sh [BUILD_TREE]   (default build/asan, which scripts/test.sh builds whole)
+# Usage: scripts/vm-test.sh [BUILD_TREE]   (default build/asan; scripts/test.sh runs it on build/release,
+# the binary users install, whose e2e programs it builds in the background)
 # Environment: VM_TIMEOUT (s, from QEMU's start to the guest's end, default 2400), VM_BOOT_TIMEOUT (s, default 120),
 # VM_TESTS (a ctest -R regex to run fewer), VM_CACHE (default /var/cache/coredumpd-vm),
 # VM_SKIP_HOST_SKEW=1 (do not run the skew test on the host's kernel).
