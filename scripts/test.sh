@@ -71,7 +71,7 @@ verdicts=("ctest (asan): $( ((rc == 0)) && echo passed || echo "FAILED (exit $rc
 # ctest and the background builds pushed crashes past the daemon's 2 s handshake deadline.
 if (($# == 0)) && [[ ${SKIP_VM:-0} != 1 ]]; then
   vrc=0
-  flock build/release.lock scripts/vm-test.sh build/release 2>&1 | tee build/vm-test.log || vrc=$?
+  VM_TIMEOUT=${VM_TIMEOUT:-1200} flock build/release.lock scripts/vm-test.sh build/release 2>&1 | tee build/vm-test.log || vrc=$?
   lap "e2e tests under Debian's newest kernel (QEMU)"
   verdicts+=("vm ($(sed -n 's/^kernel: //p' build/vm-test.log)): $(tail -n1 build/vm-test.log); $took")
   ((vrc == 0)) || rc=1
