@@ -11,28 +11,9 @@
 set -euo pipefail
 dir=$(mkdir -p "${1:-/var/cache/coredumpd-vm}" && cd "${1:-/var/cache/coredumpd-vm}" && pwd)
 
-mirror=$(grep -rhoE '^(URIs:|deb) +https?://[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/*.sources \
-           /etc/apt/sources.list.d/*.list 2>/dev/null | grep -v security | awk '{print $2}' | head -n1 || true)
-mirror=${COREDUMPD_DEBIAN_MIRROR:-${mirror:-http://deb.debian.org/debian}}
-mkdir -p "$dir/apt/lists/partial" "$dir/apt/cache/archives/partial" "$dir/debs"
-printf 'deb %s %s main\n' "$mirror" sid "$mirror" experimental "$mirror" trixie-backports >"$dir/apt/sources.list"
-opts=(-o Dir::Etc::SourceList="$dir/apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-      -o Dir::State::Lists="$dir/apt/lists" -o Dir::Cache="$dir/apt/cache" -o Acquire::Languages=none
-      -o APT::Get::List-Cleanup=0 -o Acquire::Retries=2 -o Acquire::http::Timeout=20
-      -o APT::Architecture=amd64)
-
-stamp="$dir/apt/updated"
-if [[ ! -f $stamp || -n $(find "$stamp" -mmin +1440) ]]; then
-  out=$(apt-get "${opts[@]}" update -qq 2>&1) || true
-  if ls "$dir"/apt/lists/*_Packages* >/dev/null 2>&1 && ! grep -qE '^(W|E): Failed to fetch' <<<"$out"; then
-    touch "$stamp"
-  else
-    echo "$out" >&2
-    ls "$dir"/apt/lists/*_Packages* >/dev/null 2>&1 ||
-      { echo "fetch-kernel-image: cannot reach the Debian archive at $mirror and nothing is cached" >&2; exit 2; }
-    echo "fetch-kernel-image: archive unreachable, using the cached lists" >&2
-  fi
-fi
+# shellcheck source=lib/newer-apt.sh
+source "$(dirname "$0")/lib/newer-apt.sh"
+newer_apt_setup "$dir" fetch-kernel-image amd64
 
 # The versioned package names (linux-image-7.3.4+deb13-cloud-amd64), newest by version order; the
 # unversioned metapackages and the -dbg packages are left out.
