@@ -21,6 +21,7 @@
 #include "store/index.h"
 #include "store/query_protocol.h"
 #include "store/record_extras.h"
+#include "tests/integration/dumpctl_as_user.h"
 #include "tests/support/test_support.h"
 
 using namespace coredumpd;
@@ -28,60 +29,10 @@ using namespace coredumpd::test;
 
 namespace {
 
-constexpr uid_t kUser = 65534;  // nobody
-constexpr gid_t kGroup = 65534;
-
-struct Result {
-  ExitStatus status;
-  std::string out, err;
-  int rc() const { return status.exited && !status.signaled() ? status.exit_code() : -1; }
-};
-
-/// Runs dumpctl with `args` as `uid`/`gid` (no supplementary groups) in a forked child, stdout and
-/// stderr to files in `dir`, with TMPDIR=`tmpdir`. Bounded: 60 s.
+/// dumpctl as `uid`/`gid` with TMPDIR=`tmpdir`, its output in files in `dir` (dumpctl_as_user.h).
 Result run_dumpctl_as(uid_t uid, gid_t gid, const std::vector<std::string>& args, const std::string& dir,
                       const std::string& tmpdir = "/tmp") {
-  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
-  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  std::vector<std::string> argv{DUMPCTL_BIN};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  const std::string tmp_env = "TMPDIR=" + tmpdir;
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    ::setenv("TMPDIR", tmpdir.c_str(), 1);
-    if (uid != 0 && (::setgroups(0, nullptr) != 0 || ::setresgid(gid, gid, gid) != 0 || ::setresuid(uid, uid, uid) != 0))
-      ::_exit(125);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(126);
-  }
-  ::close(out);
-  ::close(err);
-  Result r;
-  r.status = wait_for(pid, 60s);
-  r.out = read_file(out_path).value_or("");
-  r.err = read_file(err_path).value_or("");
-  return r;
-}
-
-std::string zstd_compress(const std::string& data) {
-  std::string out(ZSTD_compressBound(data.size()), '\0');
-  const std::size_t n = ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3);
-  EXPECT_EQ(ZSTD_isError(n), 0U);
-  out.resize(n);
-  return out;
-}
-
-/// Core bytes that are not all alike (an ELF header is not needed: only the bytes are compared).
-std::string core_bytes(char seed, std::size_t n) {
-  std::string s(n, '\0');
-  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(seed + static_cast<char>(i * 7 % 251));
-  return s;
+  return run_dumpctl({.uid = uid, .gid = gid, .dir = dir, .tmpdir = tmpdir, .cwd = "", .err_fd = -1}, args);
 }
 
 class DumpctlQuery : public ::testing::Test {

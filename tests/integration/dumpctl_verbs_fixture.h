@@ -27,49 +27,15 @@
 #include "store/query_protocol.h"
 #include "store/record_extras.h"
 #include "tests/integration/query_client.h"
+#include "tests/integration/dumpctl_as_user.h"
 #include "tests/support/test_support.h"
 
 namespace coredumpd::test::verbs {
 
-constexpr uid_t kUser = 65534;  // nobody
-constexpr gid_t kGroup = 65534;
-
-struct Result {
-  ExitStatus status;
-  std::string out, err;
-  int rc() const { return status.exited && !status.signaled() ? status.exit_code() : -1; }
-};
-
-/// Runs dumpctl as `uid` in a forked child (no supplementary groups); stdout and stderr to files
-/// in `dir`, or stderr to `err_fd` when >= 0 (a pty). Bounded: 60 s.
+/// dumpctl as `uid` (group nobody), in and with TMPDIR=`dir`, its output in files there; stderr to
+/// `err_fd` when >= 0 (a pty).
 inline Result run_dumpctl_as(uid_t uid, const std::vector<std::string>& args, const std::string& dir, int err_fd = -1) {
-  const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
-  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  const int err = err_fd >= 0 ? ::dup(err_fd) : ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  std::vector<std::string> argv{DUMPCTL_BIN};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out, 1);
-    ::dup2(err, 2);
-    ::setenv("TMPDIR", dir.c_str(), 1);
-    if (::chdir(dir.c_str()) != 0) ::_exit(124);
-    if (uid != 0 && (::setgroups(0, nullptr) != 0 || ::setresgid(kGroup, kGroup, kGroup) != 0 ||
-                     ::setresuid(uid, uid, uid) != 0))
-      ::_exit(125);
-    ::execv(cargv[0], cargv.data());
-    ::_exit(126);
-  }
-  ::close(out);
-  ::close(err);
-  Result r;
-  r.status = wait_for(pid, 60s);
-  r.out = read_file(out_path).value_or("");
-  if (err_fd < 0) r.err = read_file(err_path).value_or("");
-  return r;
+  return run_dumpctl({.uid = uid, .gid = kGroup, .dir = dir, .tmpdir = dir, .cwd = dir, .err_fd = err_fd}, args);
 }
 
 /// Runs `argv` (paths without quotes in them) through popen(); its stdout, or std::nullopt if it failed.
@@ -82,20 +48,6 @@ inline std::optional<std::string> run_command(const std::vector<std::string>& ar
   char buf[65536];
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
   return ::pclose(p) == 0 ? std::optional(out) : std::nullopt;
-}
-
-inline std::string zstd_compress(const std::string& data) {
-  std::string out(ZSTD_compressBound(data.size()), '\0');
-  const std::size_t n = ZSTD_compress(out.data(), out.size(), data.data(), data.size(), 3);
-  EXPECT_EQ(ZSTD_isError(n), 0U);
-  out.resize(n);
-  return out;
-}
-
-inline std::string core_bytes(char seed, std::size_t n) {
-  std::string s(n, '\0');
-  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>(seed + static_cast<char>(i * 7 % 251));
-  return s;
 }
 
 class DumpctlVerbs : public ::testing::Test {
