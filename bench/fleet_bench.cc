@@ -53,15 +53,15 @@ constexpr int kHosts = 3;
 constexpr int kSignatures = 20;
 constexpr int kPrograms = 8;
 
-// Record i of n: over one day, on host i % 3, with a skewed signature (a few frequent crashes and
+// Record i of n, all n over one day: on host i % 3, with a skewed signature (a few frequent crashes and
 // a long tail, as a fleet has), its program's build-id first then 2-4 shared libraries' (libc, libstdc++, ...), and the states
 // the uploader writes (core uploaded, metadata only, core skipped for a known signature).
-FleetRecord make_record(int i, std::int64_t start_us) {
+FleetRecord make_record(int i, int n, std::int64_t start_us) {
   FleetRecord r;
   const int host = i % kHosts;
   r.host_id = "host-" + std::string(1, static_cast<char>('a' + host));
   r.machine_id = hex(0x1000 + static_cast<std::uint64_t>(host), 32);
-  r.timestamp_us = start_us + static_cast<std::int64_t>(i) * 86'400'000'000LL / 1000;
+  r.timestamp_us = start_us + static_cast<std::int64_t>(i) * 86'400'000'000LL / n;
   // The store's ids: the crash time in µs, then 64 random bits (store/index.h's DumpRecord::id).
   char id[33];
   std::snprintf(id, sizeof id, "%016llx%016llx", static_cast<unsigned long long>(r.timestamp_us),
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
     const std::int64_t start_us = 1'764'892'800'000'000;  // 2025-12-05 00:00 UTC
     std::vector<FleetRecord> recs;
     recs.reserve(static_cast<std::size_t>(records));
-    for (int i = 0; i < records; ++i) recs.push_back(make_record(i, start_us));
+    for (int i = 0; i < records; ++i) recs.push_back(make_record(i, records, start_us));
 
     auto t0 = Clock::now();
     FleetIndex index(conninfo);

@@ -3,20 +3,24 @@
 # database of a throw-away PostgreSQL 15 (scripts/fleet/pg-up.sh: fsync and synchronous_commit
 # off, as in the tests), then the median of each figure. Needs postgresql-15; root or not.
 #
-#   bash bench/fleet_bench.sh [--records N] [--runs R] [--build DIR]
+#   bash bench/fleet_bench.sh [--records N] [--runs R] [--build DIR] [--durable]
 #
+# --durable turns fsync, synchronous_commit and full_page_writes back on (a production server's
+# settings): each upsert, its own transaction, then waits for its WAL flush to the disk.
 # DIR (default build/release) holds bench/fleet-bench. One line per run, then "median" and the
 # medians. The PostgreSQL runs on 127.0.0.1:$PG_PORT (default 45433) and a socket in a temp dir.
 set -euo pipefail
 records=1000
 runs=5
 build=build/release
+durable=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --records) records=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    *) echo "usage: $0 [--records N] [--runs R] [--build DIR]" >&2; exit 2 ;;
+    --durable) durable=1; shift ;;
+    *) echo "usage: $0 [--records N] [--runs R] [--build DIR] [--durable]" >&2; exit 2 ;;
   esac
 done
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +33,14 @@ export PG_PORT=${PG_PORT:-45433}
 trap 'bash "$here/scripts/fleet/pg-down.sh"' EXIT
 bash "$here/scripts/fleet/pg-up.sh" >/dev/null
 if [[ $(id -u) == 0 ]]; then as=(runuser -u postgres --); else as=(); fi
+if [[ $durable == 1 ]]; then
+  # All three take effect on a reload (PostgreSQL 15 docs, "Write Ahead Log": context sighup).
+  printf 'fsync = on\nsynchronous_commit = on\nfull_page_writes = on\n' >>"$PG_DIR/data/postgresql.conf"
+  "${as[@]}" /usr/lib/postgresql/15/bin/pg_ctl -D "$PG_DIR/data" reload >/dev/null
+  sleep 1
+  "${as[@]}" /usr/lib/postgresql/15/bin/psql -h "$PG_DIR" -p "$PG_PORT" -U postgres -Atc "SHOW fsync" fleet | grep -qx on \
+    || { echo "fleet_bench: fsync is not on after the reload" >&2; exit 1; }
+fi
 
 out=$(mktemp /tmp/fleet-bench-out.XXXXXX)
 trap 'rm -f "$out"; bash "$here/scripts/fleet/pg-down.sh"' EXIT
