@@ -7,6 +7,8 @@
 #   build/tsan/tests/integration/storm_test                (crashes waiting for the dump budget; root)
 #   build/tsan/tests/unit/spool_test, core_writer_test     (drain/compressor and compressor/writer threads)
 #   build/tsan/tests/unit/index_test, dump_budget_test     (the index's group commit; the budget's waiters)
+#   build/tsan/tests/e2e/upload_e2e_test                   (the uploader's workers beside the dump path; root,
+#                                                            a real radosgw and PostgreSQL, real crashes)
 #
 #   scripts/tsan.sh [GTEST_FILTER]
 #
@@ -28,7 +30,7 @@ if [[ ${TSAN_SKIP_DEPS:-0} != 1 ]]; then
 fi
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan --target fake_kernel_test fake_kernel_daemon_test reload_test forward_test storm_test spool_test arena_pool_test core_writer_test \
-  index_test dump_budget_test journal_queue_test ${TSAN_JOBS:+-j "$TSAN_JOBS"}
+  index_test dump_budget_test journal_queue_test upload_e2e_test ${TSAN_JOBS:+-j "$TSAN_JOBS"}
 [[ ${COREDUMPD_BUILD_ONLY:-0} != 1 ]] || exit 0  # scripts/test.sh builds this beside the ASan tests
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/coredumpd-tsan.XXXXXX")
@@ -38,7 +40,8 @@ export TSAN_OPTIONS="log_path=$work/tsan second_deadlock_stack=1 halt_on_error=0
 failed=0
 for t in tests/fake_kernel/fake_kernel_test tests/integration/fake_kernel_daemon_test tests/integration/reload_test \
          tests/integration/forward_test tests/integration/storm_test tests/unit/spool_test tests/unit/arena_pool_test \
-         tests/unit/core_writer_test tests/unit/index_test tests/unit/dump_budget_test tests/unit/journal_queue_test; do
+         tests/unit/core_writer_test tests/unit/index_test tests/unit/dump_budget_test tests/unit/journal_queue_test \
+         tests/e2e/upload_e2e_test; do
   name=$(basename "$t")
   echo "=== $name"
   if build/tsan/"$t" --gtest_filter="$filter" --gtest_brief=1 >"$work/$name.log" 2>&1; then
