@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -217,6 +218,21 @@ std::optional<char> Crasher::sharer_verdict(std::chrono::milliseconds timeout) {
   if (!readable_within(result_read_.get(), Clock::now() + timeout) || ::read(result_read_.get(), &c, 1) != 1)
     return std::nullopt;
   return c;
+}
+
+bool lock_held(int fd, LockKind kind) {
+  if (kind == LockKind::Flock) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      ::flock(fd, LOCK_UN);
+      return false;
+    }
+    return true;
+  }
+  struct flock fl{};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  if (::fcntl(fd, F_GETLK, &fl) != 0) return true;
+  return fl.l_type != F_UNLCK;
 }
 
 }  // namespace coredumpd::fake_kernel

@@ -90,4 +90,9 @@ class Crasher {
   int threads_ = 0;
 };
 
+/// Does another process hold a write lock of `kind` on the file of `fd`? (The RFC selftest's
+/// lock_held(): a non-blocking flock for flock locks, F_GETLK — which reports OFD locks too — for
+/// the others.) An F_GETLK error counts as held, so a test then fails loudly.
+bool lock_held(int fd, LockKind kind);
+
 }  // namespace coredumpd::fake_kernel

@@ -29,22 +29,6 @@ using protocol::COREDUMP_REJECT;
 using protocol::COREDUMP_USERSPACE;
 using protocol::COREDUMP_WAIT;
 
-// Does another process hold a write lock on the file of `fd`? (The selftest's lock_held().)
-bool lock_held(int fd, LockKind kind) {
-  if (kind == LockKind::Flock) {
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      ::flock(fd, LOCK_UN);
-      return false;
-    }
-    return true;
-  }
-  struct flock fl{};
-  fl.l_type = F_WRLCK;
-  fl.l_whence = SEEK_SET;
-  if (::fcntl(fd, F_GETLK, &fl) != 0) return true;  // reported as held: the test then fails loudly
-  return fl.l_type != F_UNLCK;                      // F_GETLK reports OFD locks too
-}
-
 // Entries of /proc/<pid>/fd: the descriptors of the crasher's (main thread's) table; -1 on error.
 int count_fds(pid_t pid) {
   DIR* dir = ::opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());

@@ -12,20 +12,8 @@ namespace coredumpd::test {
 namespace {
 
 using fk::LockKind;
+using fk::lock_held;
 using fk::LockShare;
-
-bool lock_held(int fd, LockKind kind) {
-  if (kind == LockKind::Flock) {
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      ::flock(fd, LOCK_UN);
-      return false;
-    }
-    return true;
-  }
-  struct flock fl{};
-  fl.l_type = F_WRLCK;
-  return ::fcntl(fd, F_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
-}
 
 struct Case {
   const char* name;
