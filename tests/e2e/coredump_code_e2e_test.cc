@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "tests/e2e/probe_json.h"
 #include "tests/e2e/real_kernel_fixture.h"
 
 using namespace coredumpd;
@@ -42,16 +43,6 @@ std::optional<std::uint64_t> kernel_supported_mask() {
 
 constexpr std::uint64_t kCoredumpSignal = 1U << 6, kCoredumpCode = 1U << 7;
 
-nlohmann::json probe(const std::string& store) {
-  const auto [st, out] = run_capture({COREDUMPD_BIN, "--probe", "--store", store, "--config", "/nonexistent"});
-  EXPECT_EQ(st.exit_code(), 0) << out;
-  try {
-    return nlohmann::json::parse(out);
-  } catch (const nlohmann::json::exception& e) {
-    ADD_FAILURE() << "--probe printed no JSON (" << e.what() << "):\n" << out;
-    return nlohmann::json::object();
-  }
-}
 
 // The crashes: a NULL write (SIGSEGV, SEGV_MAPERR) and abort() (SIGABRT sent by tgkill: SI_TKILL).
 struct Case {

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/e2e/probe_json.h"
 #include "tests/e2e/real_kernel_fixture.h"
 #include "tests/support/thread_sched.h"
 
@@ -63,17 +64,6 @@ std::optional<std::uint64_t> own_pidfd_info_mask() {
   return info.words[0];
 }
 
-// Runs `coredumpd --probe` on `store` and parses its output (a failure is recorded if it is not JSON).
-nlohmann::json probe(const std::string& store) {
-  const auto [st, out] = run_capture({COREDUMPD_BIN, "--probe", "--store", store, "--config", "/nonexistent"});
-  EXPECT_EQ(st.exit_code(), 0) << out;
-  try {
-    return nlohmann::json::parse(out);
-  } catch (const nlohmann::json::exception& e) {
-    ADD_FAILURE() << "--probe printed no JSON (" << e.what() << "):\n" << out;
-    return nlohmann::json::object();
-  }
-}
 
 }  // namespace
 
