@@ -1,9 +1,9 @@
 #include "daemon/upload/upload_object.h"
 
+#include <systemd/sd-id128.h>
 #include <unistd.h>
 
 #include <climits>
-#include <fstream>
 
 #include "store/record_extras.h"
 
@@ -12,13 +12,6 @@ namespace coredumpd::upload {
 namespace {
 
 using nlohmann::json;
-
-std::string first_line(const char* path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
 
 std::string string_at(const json& j, const char* key) {
   const auto it = j.find(key);
@@ -35,7 +28,10 @@ HostIdentity host_identity(const UploadSettings& s) {
     if (::gethostname(name, sizeof name - 1) == 0) h.host_id = name;
     if (h.host_id.empty()) h.host_id = "localhost";
   }
-  h.machine_id = first_line("/etc/machine-id");
+  // libsystemd reads and validates /etc/machine-id (32 hex digits), as the journal's _MACHINE_ID.
+  sd_id128_t id;
+  char text[SD_ID128_STRING_MAX];
+  if (sd_id128_get_machine(&id) == 0) h.machine_id = sd_id128_to_string(id, text);
   return h;
 }
 
