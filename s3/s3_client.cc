@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <new>
 
 #include "s3/s3_xml.h"
 
@@ -27,19 +28,22 @@ void global_init() {
 
 // Path-style keys as S3 canonicalises them: every byte but the unreserved ones and '/' escaped, so
 // that the path libcurl signs is the path the server canonicalises (SigV4, "CanonicalURI").
+// Each '/'-separated segment through curl_easy_escape(), which keeps exactly RFC 3986's unreserved
+// bytes (ALPHA DIGIT - . _ ~) as they are.
 std::string escape_key(const std::string& key) {
-  static const char kHex[] = "0123456789ABCDEF";
   std::string out;
-  for (const unsigned char c : key) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
+  std::size_t from = 0;
+  for (;;) {
+    const std::size_t slash = key.find('/', from);
+    const std::string segment = key.substr(from, slash == std::string::npos ? std::string::npos : slash - from);
+    char* escaped = curl_easy_escape(nullptr, segment.c_str(), static_cast<int>(segment.size()));
+    if (!escaped) throw std::bad_alloc();
+    out += escaped;
+    curl_free(escaped);
+    if (slash == std::string::npos) return out;
+    out += '/';
+    from = slash + 1;
   }
-  return out;
 }
 
 bool retryable_status(long status) { return status == 0 || status >= 500 || status == 429 || status == 408; }
