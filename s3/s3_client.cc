@@ -321,17 +321,15 @@ S3Result S3Client::list_parts(const std::string& key, const std::string& upload_
     bool truncated = false;
     int next = 0;
     if (!s3xml::list_parts(impl_->reply, parts, &truncated, &next))
-      return S3Result{false, r.http_status, true, "ListParts: the reply is not XML"};
-    if (!truncated || next <= marker) return r;
+      return S3Result{false, r.http_status, true, "ListParts: the reply is not XML or has a number out of range"};
+    // A server that keeps saying "truncated" cannot make us list more than S3's 10,000 parts.
+    if (!truncated || next <= marker || parts->size() > s3xml::kMaxPartNumber) return r;
     marker = next;
   }
 }
 
 S3Result S3Client::complete_multipart(const std::string& key, const std::string& upload_id, const std::vector<Part>& parts) {
-  std::string xml = "<CompleteMultipartUpload>";
-  for (const auto& p : parts)
-    xml += "<Part><PartNumber>" + std::to_string(p.number) + "</PartNumber><ETag>" + p.etag + "</ETag></Part>";
-  xml += "</CompleteMultipartUpload>";
+  const std::string xml = s3xml::complete_multipart_body(parts);
   char* id = curl_easy_escape(impl_->curl, upload_id.c_str(), static_cast<int>(upload_id.size()));
   const std::string query = std::string("uploadId=") + id;
   curl_free(id);

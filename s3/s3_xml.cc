@@ -3,9 +3,10 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
-#include <cstdlib>
+#include <charconv>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 namespace coredumpd::s3xml {
 
@@ -48,6 +49,18 @@ std::string child_text(const xmlNode* parent, const char* name) {
   return {};
 }
 
+// libxml2's BAD_CAST without the old-style cast.
+const xmlChar* xc(const char* s) { return reinterpret_cast<const xmlChar*>(s); }
+
+// A decimal in [lo, hi], nothing else (std::atoi would read "12abc" as 12 and overflow on a long one).
+template <class T>
+std::optional<T> decimal(const std::string& text, T lo, T hi) {
+  T v{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
 }  // namespace
 
 std::string first_text(const std::string& body, const char* name) {
@@ -71,17 +84,39 @@ bool list_parts(const std::string& body, std::vector<S3Client::Part>* parts, boo
   if (!doc) return false;
   const xmlNode* root = xmlDocGetRootElement(doc.get());
   if (!root) return false;
-  *truncated = child_text(root, "IsTruncated") == "true";
-  *next_marker = std::atoi(child_text(root, "NextPartNumberMarker").c_str());
+  std::optional<int> marker = 0;
+  if (const std::string m = child_text(root, "NextPartNumberMarker"); !m.empty())
+    marker = decimal<int>(m, 0, kMaxPartNumber);
+  if (!marker) return false;
+  std::vector<S3Client::Part> found;
   for (const xmlNode* c = root->children; c; c = c->next) {
     if (!named(c, "Part")) continue;
-    S3Client::Part p;
-    p.number = std::atoi(child_text(c, "PartNumber").c_str());
-    p.etag = child_text(c, "ETag");
-    p.size = std::strtoull(child_text(c, "Size").c_str(), nullptr, 10);
-    parts->push_back(std::move(p));
+    const auto number = decimal<int>(child_text(c, "PartNumber"), 1, kMaxPartNumber);
+    const auto size = decimal<std::uint64_t>(child_text(c, "Size"), 0, UINT64_MAX);
+    if (!number || !size) return false;
+    found.push_back(S3Client::Part{*number, child_text(c, "ETag"), *size});
   }
+  *truncated = child_text(root, "IsTruncated") == "true";
+  *next_marker = *marker;
+  parts->insert(parts->end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
   return true;
+}
+
+std::string complete_multipart_body(const std::vector<S3Client::Part>& parts) {
+  const Doc doc(xmlNewDoc(xc("1.0")));
+  xmlNode* root = xmlNewNode(nullptr, xc("CompleteMultipartUpload"));
+  xmlDocSetRootElement(doc.get(), root);
+  for (const auto& p : parts) {
+    xmlNode* part = xmlNewChild(root, nullptr, xc("Part"), nullptr);
+    xmlNewTextChild(part, nullptr, xc("PartNumber"), xc(std::to_string(p.number).c_str()));
+    xmlNewTextChild(part, nullptr, xc("ETag"), xc(p.etag.c_str()));
+  }
+  xmlChar* text = nullptr;
+  int len = 0;
+  xmlDocDumpMemoryEnc(doc.get(), &text, &len, "UTF-8");
+  std::string out = text ? std::string(reinterpret_cast<const char*>(text), static_cast<std::size_t>(len)) : "";
+  xmlFree(text);
+  return out;
 }
 
 }  // namespace coredumpd::s3xml
