@@ -2,10 +2,12 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstring>
 #include <thread>
 
 namespace coredumpd::fake_kernel {
@@ -128,6 +130,37 @@ bool sleep_within(std::chrono::microseconds duration, const Deadline& deadline) 
   }
   std::this_thread::sleep_for(deadline.remaining());
   return false;
+}
+
+ScopedFd connect_unix(const std::string& path, const Deadline& deadline, int& err) {
+  ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) {
+    err = errno;
+    return fd;
+  }
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof(addr.sun_path)) {
+    err = ENAMETOOLONG;
+    return ScopedFd();
+  }
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    if (errno != EINPROGRESS) {
+      err = errno;
+      return ScopedFd();
+    }
+    // Not seen for AF_UNIX, but harmless: wait for the outcome within the deadline.
+    pollfd pfd{fd.get(), POLLOUT, 0};
+    if (::poll(&pfd, 1, deadline.poll_timeout_ms()) <= 0) {
+      err = ETIMEDOUT;
+      return ScopedFd();
+    }
+    socklen_t len = sizeof(err);
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) return ScopedFd();
+  }
+  return fd;
 }
 
 }  // namespace coredumpd::fake_kernel

@@ -8,6 +8,9 @@
 #include <chrono>
 #include <cstddef>
 #include <span>
+#include <string>
+
+#include "tests/fake_kernel/scoped_fd.h"
 
 namespace coredumpd::fake_kernel {
 
@@ -65,5 +68,10 @@ IoResult recv_some(int fd, std::span<std::byte> out, const Deadline& deadline);
 
 /// Sleeps for `duration` or until the deadline, whichever is first. Returns false if cut short.
 bool sleep_within(std::chrono::microseconds duration, const Deadline& deadline);
+
+/// Connects a non-blocking AF_UNIX stream socket to `path`, as the kernel does: a full backlog is
+/// EAGAIN, not a wait (docs/PROTOCOL.md §2.4). The socket, or an invalid one with `err` set
+/// (ENAMETOOLONG for a path that does not fit sun_path, ETIMEDOUT past the deadline, else connect's).
+ScopedFd connect_unix(const std::string& path, const Deadline& deadline, int& err);
 
 }  // namespace coredumpd::fake_kernel

@@ -1,9 +1,7 @@
 #include "tests/fake_kernel/fake_kernel.h"
 
-#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 
 #include <algorithm>
 #include <array>
@@ -15,7 +13,6 @@
 #include "tests/fake_kernel/deadline_io.h"
 #include "tests/fake_kernel/kernel_rules.h"
 #include "tests/fake_kernel/scoped_fd.h"
-#include "util/enum_names.h"
 
 namespace coredumpd::fake_kernel {
 
@@ -24,17 +21,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace proto = coredumpd::protocol;
 namespace rules = coredumpd::fake_kernel::kernel_rules;
-
-constexpr std::array<EnumName<Point>, 8> kPointNames{{
-    {Point::Connected, "connected"},
-    {Point::RequestSent, "request-sent"},
-    {Point::AckRead, "ack-read"},
-    {Point::MarkerSent, "marker-sent"},
-    {Point::StreamOffset, "stream-offset"},
-    {Point::StreamDone, "stream-done"},
-    {Point::ShutdownSent, "shutdown-sent"},
-    {Point::BeforeClose, "before-close"},
-}};
 
 // The ack is read in pieces of this size, so a hostile size field costs memory only as bytes arrive.
 constexpr std::size_t kAckReadPiece = 64 * 1024;
@@ -74,24 +60,9 @@ class Session {
       if (!fd.valid()) return fail_connect(err);
       return connected(std::move(fd));
     }
-    ScopedFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!fd.valid()) return fail_connect(errno);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (o_.socket_path.empty() || o_.socket_path.size() >= sizeof(addr.sun_path))
-      return fail_connect(ENAMETOOLONG);
-    std::memcpy(addr.sun_path, o_.socket_path.data(), o_.socket_path.size());
-    // Non-blocking like the kernel: a full backlog is EAGAIN, not a wait (docs/PROTOCOL.md §2.4).
-    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-      if (errno != EINPROGRESS) return fail_connect(errno);
-      // Not seen for AF_UNIX, but harmless: wait for the outcome within the deadline.
-      pollfd pfd{fd.get(), POLLOUT, 0};
-      if (::poll(&pfd, 1, deadline_.poll_timeout_ms()) <= 0) return fail_connect(ETIMEDOUT);
-      int err = 0;
-      socklen_t len = sizeof(err);
-      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-      if (err != 0) return fail_connect(err);
-    }
+    int err = 0;
+    ScopedFd fd = connect_unix(o_.socket_path, deadline_, err);
+    if (!fd.valid()) return fail_connect(err);
     return connected(std::move(fd));
   }
 
@@ -444,40 +415,6 @@ class Session {
 };
 
 }  // namespace
-
-std::string_view point_name(Point point) { return name_of(kPointNames, point).value_or("?"); }
-
-std::optional<Point> parse_point(std::string_view name) { return value_of(kPointNames, name); }
-
-std::string_view outcome_name(Outcome outcome) {
-  switch (outcome) {
-    case Outcome::ConnectFailed: return "connect_failed";
-    case Outcome::RequestFailed: return "request_failed";
-    case Outcome::HungUpBeforeAck: return "hung_up_before_ack";
-    case Outcome::Refused: return "refused";
-    case Outcome::MarkerFailed: return "marker_failed";
-    case Outcome::Rejected: return "rejected";
-    case Outcome::Dumped: return "dumped";
-    case Outcome::NotReleased: return "not_released";
-    case Outcome::StreamAborted: return "stream_aborted";
-    case Outcome::Killed: return "killed";
-    case Outcome::TimedOut: return "timed_out";
-    case Outcome::Error: return "error";
-  }
-  return "?";
-}
-
-std::string_view wait_end_name(WaitEnd end) {
-  switch (end) {
-    case WaitEnd::None: return "none";
-    case WaitEnd::Eof: return "eof";
-    case WaitEnd::Reset: return "reset";
-    case WaitEnd::Data: return "data";
-    case WaitEnd::Timeout: return "timeout";
-    case WaitEnd::Error: return "error";
-  }
-  return "?";
-}
 
 Options rfc_close_files_kernel(std::string socket_path) {
   Options o;
