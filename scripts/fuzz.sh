@@ -17,7 +17,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "usage: $0 [SECONDS] [TARGET...]" >&2; exit 2; }
 shift $(($# > 0 ? 1 : 0))
-all_targets=(fuzz_request_ack fuzz_records fuzz_core_notes fuzz_config fuzz_proc_text fuzz_crash_report fuzz_analyzer fuzz_query_request fuzz_time_spec)
+all_targets=(fuzz_request_ack fuzz_records fuzz_core_notes fuzz_config fuzz_proc_text fuzz_crash_report fuzz_analyzer fuzz_query_request fuzz_time_spec fuzz_s3_xml)
 if (($#)); then targets=("$@"); else targets=("${all_targets[@]}"); fi
 build=${FUZZ_BUILD_DIR:-$root/build/fuzz}
 fuzz_src=$root/tests/fuzz
