@@ -66,6 +66,7 @@ struct S3Client::Impl {
   int in_fd = -1;           // PUT body comes from here
   std::uint64_t in_offset = 0, in_left = 0;
   int write_errno = 0;
+  bool reply_too_large = false;  // the reply body passed kMaxReplyBytes
 
   static std::size_t on_body(char* data, std::size_t size, std::size_t n, void* self_ptr) {
     auto* self = static_cast<Impl*>(self_ptr);
@@ -84,7 +85,12 @@ struct S3Client::Impl {
       }
       return bytes;
     }
-    if (self->reply.size() < kMaxReplyBytes) self->reply.append(data, std::min(bytes, kMaxReplyBytes - self->reply.size()));
+    // Beyond the cap the transfer ends: a reply that never ends would hold the worker for ever.
+    if (bytes > kMaxReplyBytes - self->reply.size()) {
+      self->reply_too_large = true;
+      return 0;  // aborts the transfer: CURLE_WRITE_ERROR
+    }
+    self->reply.append(data, bytes);
     return bytes;
   }
 
@@ -129,6 +135,7 @@ struct S3Client::Impl {
     reply.clear();
     etag.clear();
     write_errno = 0;
+    reply_too_large = false;
     std::string url = where.endpoint;
     while (!url.empty() && url.back() == '/') url.pop_back();
     url += "/" + where.bucket;
@@ -196,6 +203,13 @@ struct S3Client::Impl {
     curl_slist_free_all(headers);
     S3Result res;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &res.http_status);
+    if (rc == CURLE_WRITE_ERROR && reply_too_large) {  // a broken or hostile endpoint: try again later
+      res.error = std::string(method) + " " + url + ": the reply is larger than " + std::to_string(kMaxReplyBytes) +
+                  " bytes (HTTP " + std::to_string(res.http_status) + ")";
+      res.http_status = 0;
+      res.retryable = true;
+      return res;
+    }
     if (rc != CURLE_OK) {
       res.http_status = rc == CURLE_WRITE_ERROR ? res.http_status : 0;
       res.error = rc == CURLE_WRITE_ERROR && write_errno ? std::string("writing the object: ") + std::strerror(write_errno)
