@@ -23,6 +23,12 @@ namespace {
 // A host that cannot reach the database waits at most this long per attempt, unless the conninfo
 // says otherwise (its connect_timeout wins: it comes later in the keyword list).
 constexpr const char* kDefaultConnectTimeoutS = "10";
+// No statement waits for ever: a worker blocked in libpq cannot be stopped, so a table locked by
+// someone else (an ALTER TABLE left in an open transaction) held the upload worker and with it
+// the daemon's SIGTERM. A lock is waited for 5 s, a statement runs at most 60 s (`dumpctl fleet
+// top` over a large table included); the server then ends it with a clear error, retried later.
+// An "options" in the conninfo replaces these, as connect_timeout does.
+constexpr const char* kDefaultOptions = "-c lock_timeout=5s -c statement_timeout=60s";
 
 // The columns of a FleetRecord, in read_record()'s order. Build-ids travel as a JSON array: no
 // hand-made array literal on either side.
@@ -104,8 +110,9 @@ struct FleetIndex::Impl {
 };
 
 FleetIndex::FleetIndex(const std::string& conninfo) : impl_(new Impl) {
-  const std::array<const char*, 4> keywords = {"connect_timeout", "application_name", "dbname", nullptr};
-  const std::array<const char*, 4> values = {kDefaultConnectTimeoutS, "coredumpd", conninfo.c_str(), nullptr};
+  const std::array<const char*, 5> keywords = {"connect_timeout", "application_name", "options", "dbname", nullptr};
+  const std::array<const char*, 5> values = {kDefaultConnectTimeoutS, "coredumpd", kDefaultOptions, conninfo.c_str(),
+                                             nullptr};
   impl_->conn = PQconnectdbParams(keywords.data(), values.data(), /*expand_dbname=*/1);
   try {
     if (impl_->conn == nullptr) throw FleetIndexError("fleet index: out of memory connecting");

@@ -27,6 +27,13 @@ class PgEnvironment : public ::testing::Environment {
 };
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new PgEnvironment);
 
+// A statement on an open connection of our own: "" when it succeeded, else the error.
+std::string sql1_on(PGconn* c, const std::string& sql) {
+  std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(c, sql.c_str()), PQclear);
+  const auto st = PQresultStatus(r.get());
+  return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? "" : std::string("error: ") + PQresultErrorMessage(r.get());
+}
+
 // A query of our own, beside the library, to see what it wrote.
 std::string sql1(const std::string& conninfo, const std::string& sql) {
   std::unique_ptr<PGconn, decltype(&PQfinish)> c(PQconnectdb(conninfo.c_str()), PQfinish);
@@ -267,6 +274,33 @@ TEST_F(FleetIndexTest, NoServerIsAClearErrorAtOnce) {
     EXPECT_NE(std::string(e.what()).find("Connection refused"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));  // bounded, not a hang
+}
+
+// A table locked by someone else (a DBA's ALTER TABLE in an open transaction, a stuck migration):
+// an upsert gives up with the server's reason instead of waiting for ever. A worker blocked in
+// libpq cannot be stopped, so an unbounded wait also held the daemon's SIGTERM.
+TEST_F(FleetIndexTest, ALockedTableIsAnErrorNotAHang) {
+  FleetIndex idx(conninfo_);
+  idx.upsert(crash("h1", "a1", 100, kSigA));
+  std::unique_ptr<PGconn, decltype(&PQfinish)> dba(PQconnectdb(conninfo_.c_str()), PQfinish);
+  ASSERT_EQ(PQstatus(dba.get()), CONNECTION_OK) << PQerrorMessage(dba.get());
+  ASSERT_EQ(sql1_on(dba.get(), "BEGIN; LOCK TABLE fleet_crashes IN ACCESS EXCLUSIVE MODE"), "");
+  try {
+    idx.upsert(crash("h1", "a2", 200, kSigA));
+    ADD_FAILURE() << "an upsert into a locked table succeeded";
+  } catch (const FleetIndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("lock timeout"), std::string::npos) << e.what();
+  }
+  try {
+    FleetIndex other(conninfo_);  // the migrations' check reads the locked table too
+    EXPECT_FALSE(other.signature_has_core(kSigA));
+    ADD_FAILURE() << "a read of a locked table succeeded";
+  } catch (const FleetIndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("lock timeout"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(sql1_on(dba.get(), "ROLLBACK"), "");
+  idx.upsert(crash("h1", "a2", 200, kSigA));  // the same object, once the lock is gone
+  EXPECT_EQ(sql1(conninfo_, "SELECT count(*) FROM fleet_crashes"), "2");
 }
 
 // Decided: the next call after a server restart reconnects once and succeeds (each statement is
