@@ -9,6 +9,7 @@
 
 #include "fleet/fleet_schema.h"
 #include "fleet/pg_exec.h"
+#include "util/text.h"
 
 namespace coredumpd {
 
@@ -154,10 +155,15 @@ ON CONFLICT (host_id, dump_id) DO UPDATE SET
   updated_at = now()
 )sql";
   if (r.host_id.empty() || r.dump_id.empty()) throw FleetIndexError("fleet index: a record needs a host_id and a dump_id");
+  // Names come from the crashing process (comm, the executable's path, its symbols, its ELF
+  // notes) and may be any bytes; the database takes UTF-8 only, and a refused row would be
+  // refused again at every retry.
+  const auto text = [](const std::string& s) { return replace_invalid_utf8(s); };
   impl_->run("upsert", sql,
-             {r.host_id, r.machine_id, r.dump_id, std::to_string(r.timestamp_us), r.exe, r.comm,
-              std::to_string(r.signal), lower(r.signature), r.signature_text, nlohmann::json(r.build_ids).dump(),
-              r.package, r.container, r.object_key, r.record_key, std::to_string(r.core_bytes), r.state});
+             {r.host_id, r.machine_id, r.dump_id, std::to_string(r.timestamp_us), text(r.exe), text(r.comm),
+              std::to_string(r.signal), lower(r.signature), text(r.signature_text),
+              nlohmann::json(r.build_ids).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+              text(r.package), text(r.container), r.object_key, r.record_key, std::to_string(r.core_bytes), r.state});
 }
 
 bool FleetIndex::signature_has_core(const std::string& signature) {

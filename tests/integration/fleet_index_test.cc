@@ -276,6 +276,27 @@ TEST_F(FleetIndexTest, NoServerIsAClearErrorAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));  // bounded, not a hang
 }
 
+// A process names itself with any bytes (prctl(PR_SET_NAME), its executable's file name): the
+// row goes in all the same, each invalid byte as U+FFFD (a UTF8 database refuses the raw bytes,
+// and the upload would fail, and be retried, for ever), valid text unchanged.
+TEST_F(FleetIndexTest, NamesThatAreNotUtf8AreStoredReplaced) {
+  FleetIndex idx(conninfo_);
+  FleetRecord r = crash("h1", "bad-utf8", 100, kSigA);
+  r.comm = std::string("a\xff\xfe b");
+  r.exe = std::string("/tmp/../x\n\xc3(\xe2\x82 caf\xc3\xa9");
+  r.signature_text = std::string("f\x80 <- main");
+  r.package = std::string("p\xc0\xaf");
+  r.container = std::string("c\xed\xa0\x80");
+  idx.upsert(r);
+  const auto got = idx.find_dump("bad-utf8");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->comm, "a\uFFFD\uFFFD b");
+  EXPECT_EQ(got->exe, "/tmp/../x\n\uFFFD(\uFFFD\uFFFD caf\xc3\xa9");
+  EXPECT_EQ(got->signature_text, "f\uFFFD <- main");
+  EXPECT_EQ(got->package, "p\uFFFD\uFFFD");
+  EXPECT_EQ(got->container, "c\uFFFD\uFFFD\uFFFD");
+}
+
 // A table locked by someone else (a DBA's ALTER TABLE in an open transaction, a stuck migration):
 // an upsert gives up with the server's reason instead of waiting for ever. A worker blocked in
 // libpq cannot be stopped, so an unbounded wait also held the daemon's SIGTERM.
