@@ -70,9 +70,20 @@ StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dir
                     std::stop_token stop, std::int64_t now_us) {
   const UploadSettings& s = c.upload;
   const auto rec = index.get(row.id);
-  if (!rec) {  // removed by retention's max_age before it could be sent
+  if (!rec) {  // removed (retention's max_age, dumpctl delete) before it could be sent
+    std::string aborted;
+    if (!row.upload_id.empty()) {
+      // A multipart upload begun for it: nothing else would ever free its stored parts. One try;
+      // a store's lifecycle rule (AbortIncompleteMultipartUpload) is the backstop.
+      std::string why;
+      S3Client* s3 = s3_of(conn, s, stop, &why);
+      const S3Result r = s3 ? s3->abort_multipart(row.object_key, row.upload_id) : S3Result{false, 0, false, why};
+      aborted = r.ok || r.http_status == 404 ? "; its multipart upload aborted"
+                                             : "; aborting its multipart upload " + row.upload_id + " failed: " + r.error;
+      row.upload_id.clear();
+    }
     finish(row, kSkipped, now_us);
-    row.last_error = "the dump is no longer in the index";
+    row.last_error = "the dump is no longer in the index" + aborted;
     index.save_upload(row);
     return step(StepResult::Kind::Done);
   }

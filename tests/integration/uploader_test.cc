@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon/upload/uploader.h"
+#include "store/delete_dump.h"
 #include "store/index.h"
 #include "tests/support/loopback_http.h"
 #include "util/time.h"
@@ -105,6 +106,70 @@ TEST(Uploader, AFullStoreBacksOffAndLosesNothing) {
     EXPECT_GT(record_puts.load(), while_full);
     uploader.stop();
   }
+}
+
+// `dumpctl delete` of a dump whose core is half uploaded (a multipart upload begun, a part
+// refused): the row ends "skipped" (never resurrected, the queue goes on) and the multipart upload
+// is aborted: nothing else would ever free its stored parts.
+TEST(Uploader, ADumpDeletedMidMultipartAbortsTheUpload) {
+  char tmpl[] = "/tmp/cd-uploader-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string store = tmpl;
+  std::atomic<int> parts{0}, aborts{0};
+  test::LoopbackHttp s3([&](int fd, const std::string& request) {
+    const std::string line = request.substr(0, request.find('\r'));
+    if (line.rfind("POST ", 0) == 0 && line.find("?uploads") != std::string::npos) {
+      const std::string xml = "<InitiateMultipartUploadResult><UploadId>U1</UploadId></InitiateMultipartUploadResult>";
+      test::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(xml.size()) + "\r\n\r\n" + xml);
+    } else if (line.rfind("PUT ", 0) == 0 && line.find("partNumber=") != std::string::npos) {
+      ++parts;
+      test::send_all(fd, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n");
+    } else {
+      if (line.rfind("DELETE ", 0) == 0 && line.find("uploadId=U1") != std::string::npos) ++aborts;
+      test::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    }
+  });
+  ::setenv("AWS_ACCESS_KEY_ID", "AKIDTEST", 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+  {
+    Index index(store, /*writable=*/true);
+    DumpRecord r;
+    r.id = "00000000000000000000000000de1e7e";
+    r.state = DumpState::Complete;
+    r.timestamp_us = now_epoch_us() + 60'000'000;
+    r.pid = 8;
+    r.comm = "deleted";
+    r.path = r.id + ".core";
+    std::ofstream(store + "/" + r.path) << std::string(4096, 'c');
+    r.core_size = r.stored_size = 4096;
+    index.insert(r);
+
+    auto config = std::make_shared<Config>();
+    config->upload.endpoint = s3.endpoint();
+    config->upload.host_id = "h1";
+    config->upload.part_bytes = 1024;  // 4 parts (the configuration's 5 MiB floor is not checked here)
+    config->defaults.upload = UploadMode::Core;
+    const UniqueFd dirfd(::open(store.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    Stats stats;
+    upload::Uploader uploader(index, dirfd.get(), stats, [config] { return config; }, 1);
+    uploader.wake();
+    for (int i = 0; i < 600 && parts == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_GT(parts.load(), 0) << "no part reached the endpoint";
+    EXPECT_EQ(delete_dump(index, dirfd.get(), r.id, {}).status, DeleteStatus::Deleted);
+    std::optional<UploadRow> row;
+    for (int i = 0; i < 600; ++i) {
+      row = index.get_upload(r.id);
+      if (row && row->state == "skipped") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    uploader.stop();
+    ASSERT_TRUE(row);
+    EXPECT_EQ(row->state, "skipped") << row->last_error;
+    EXPECT_EQ(aborts.load(), 1);
+    EXPECT_TRUE(row->upload_id.empty()) << row->upload_id;
+    EXPECT_FALSE(index.get(r.id));
+  }
+  std::filesystem::remove_all(store);
 }
 
 }  // namespace
