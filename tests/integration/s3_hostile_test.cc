@@ -1,10 +1,16 @@
 // The S3 client (s3/s3_client.h) against a hostile endpoint: a loopback server in this program that
 // answers each request with what a broken or malicious S3 could send (radosgw cannot be made to).
 // The server is tests/support/loopback_http.h.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <future>
 #include <string>
 #include <thread>
 
@@ -12,6 +18,7 @@
 
 #include "s3/s3_client.h"
 #include "tests/support/loopback_http.h"
+#include "util/unique_fd.h"
 
 namespace coredumpd {
 namespace {
@@ -81,6 +88,45 @@ TEST(S3Hostile, SilentServerIsCancelled) {
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.error, "cancelled");
   EXPECT_FALSE(r.retryable);
+}
+
+// A credentials file that is a FIFO (a typo, a path reused): open() of a FIFO with no writer waits
+// for ever, in an upload worker the daemon's stop then joins. It is refused at once instead.
+TEST(S3CredentialsHostile, AFifoIsRefusedWithoutWaiting) {
+  char tmpl[] = "/tmp/cd-creds-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string fifo = std::string(tmpl) + "/creds";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string why;
+  auto loaded = std::async(std::launch::async, [&] { return load_s3_credentials(fifo, &why); });
+  const bool returned = loaded.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  if (!returned) {  // lets the stuck open() return, so that the test ends
+    const UniqueFd writer(::open(fifo.c_str(), O_WRONLY | O_CLOEXEC));
+    loaded.wait();
+  }
+  EXPECT_TRUE(returned) << "load_s3_credentials() waited on the FIFO";
+  EXPECT_FALSE(loaded.get());
+  EXPECT_NE(why.find("not a regular file"), std::string::npos) << why;
+  ::unlink(fifo.c_str());
+  ::rmdir(tmpl);
+}
+
+// A configured file that is huge (the wrong path: a log, a core): refused by its size, not read
+// into memory whole.
+TEST(S3CredentialsHostile, AHugeFileIsRefusedBySize) {
+  char tmpl[] = "/tmp/cd-creds-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string file = std::string(tmpl) + "/creds";
+  {
+    std::ofstream(file) << "[default]\naws_access_key_id = AK\naws_secret_access_key = SK\n";
+    ASSERT_EQ(::truncate(file.c_str(), off_t{64} << 30), 0);  // 64 GiB, sparse
+    ::chmod(file.c_str(), 0600);
+  }
+  std::string why;
+  EXPECT_FALSE(load_s3_credentials(file, &why));
+  EXPECT_NE(why.find("larger than"), std::string::npos) << why;
+  ::unlink(file.c_str());
+  ::rmdir(tmpl);
 }
 
 }  // namespace
