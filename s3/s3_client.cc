@@ -63,6 +63,7 @@ struct S3Client::Impl {
   std::string reply;
   std::string etag;
   int out_fd = -1;          // GET body goes here when the status is 2xx
+  std::uint64_t out_max = 0, out_written = 0;  // its limit (0: none), and what was written
   int in_fd = -1;           // PUT body comes from here
   std::uint64_t in_offset = 0, in_left = 0;
   int write_errno = 0;
@@ -74,6 +75,11 @@ struct S3Client::Impl {
     long status = 0;
     curl_easy_getinfo(self->curl, CURLINFO_RESPONSE_CODE, &status);
     if (self->out_fd >= 0 && status >= 200 && status < 300) {
+      if (self->out_max && bytes > self->out_max - self->out_written) {
+        self->reply_too_large = true;
+        return 0;  // aborts the transfer: CURLE_WRITE_ERROR
+      }
+      self->out_written += bytes;
       for (std::size_t done = 0; done < bytes;) {
         const ssize_t w = ::write(self->out_fd, data + done, bytes - done);
         if (w < 0 && errno == EINTR) continue;
@@ -204,8 +210,9 @@ struct S3Client::Impl {
     S3Result res;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &res.http_status);
     if (rc == CURLE_WRITE_ERROR && reply_too_large) {  // a broken or hostile endpoint: try again later
-      res.error = std::string(method) + " " + url + ": the reply is larger than " + std::to_string(kMaxReplyBytes) +
-                  " bytes (HTTP " + std::to_string(res.http_status) + ")";
+      res.error = std::string(method) + " " + url + ": the reply is larger than " +
+                  std::to_string(out_fd >= 0 && out_max ? out_max : kMaxReplyBytes) + " bytes (HTTP " +
+                  std::to_string(res.http_status) + ")";
       res.http_status = 0;
       res.retryable = true;
       return res;
@@ -289,10 +296,13 @@ S3Result S3Client::head_object(const std::string& key, std::uint64_t* size) {
   return r;
 }
 
-S3Result S3Client::get_object_to_fd(const std::string& key, int fd) {
+S3Result S3Client::get_object_to_fd(const std::string& key, int fd, std::uint64_t max_bytes) {
   impl_->out_fd = fd;
+  impl_->out_max = max_bytes;
+  impl_->out_written = 0;
   S3Result r = impl_->request("GET", key, "", Impl::Body::None);
   impl_->out_fd = -1;
+  impl_->out_max = 0;
   return r;
 }
 

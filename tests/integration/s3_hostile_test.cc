@@ -2,6 +2,7 @@
 // answers each request with what a broken or malicious S3 could send (radosgw cannot be made to).
 // The server is tests/support/loopback_http.h.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,6 +54,30 @@ TEST(S3Hostile, EndlessReplyIsCutShort) {
   EXPECT_NE(r.error.find("larger than"), std::string::npos) << r.error;
   EXPECT_TRUE(client_hung_up) << "the client read all " << sent << " bytes";
   // The cap (1 MiB) plus what the loopback socket buffers hold.
+  EXPECT_LT(sent.load(), 32u << 20);
+}
+
+// The same for an object fetched into a file (`dumpctl fleet fetch`): bounded by the size the
+// fleet index recorded, not by the disk.
+TEST(S3Hostile, EndlessObjectStopsAtItsLimit) {
+  std::atomic<std::uint64_t> sent{0};
+  S3Result r;
+  const UniqueFd file(::memfd_create("fetched", MFD_CLOEXEC));
+  {
+    test::LoopbackHttp server([&](int fd, const std::string&) {
+      test::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n");
+      const std::string chunk(64 * 1024, 'c');
+      while (sent < (256u << 20) && test::send_all(fd, chunk)) sent += chunk.size();
+    });
+    S3Client c(S3Location{server.endpoint(), "us-east-1", "b"}, creds());
+    r = c.get_object_to_fd("k", file.get(), 3 << 20);
+  }
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.retryable) << r.error;
+  EXPECT_NE(r.error.find("larger than 3145728 bytes"), std::string::npos) << r.error;
+  struct stat st {};
+  ASSERT_EQ(::fstat(file.get(), &st), 0);
+  EXPECT_LE(st.st_size, 3 << 20);
   EXPECT_LT(sent.load(), 32u << 20);
 }
 
