@@ -90,13 +90,14 @@ std::string sql_limit(std::size_t limit) {
 
 struct FleetIndex::Impl {
   PGconn* conn = nullptr;
+  std::function<bool()> cancelled;  ///< set_cancel()'s check
 
   // One statement; if it failed because the server went away (restarted, or the connection was
   // cut), reconnect once and run it again — every statement here is idempotent. A second failure,
   // or a failed reconnect, throws with both reasons.
   PgResult run(const char* what, const std::string& sql, const PgParams& params) {
     try {
-      return pg_exec(conn, what, sql, params);
+      return pg_exec(conn, what, sql, params, cancelled);
     } catch (const FleetIndexError& first) {
       if (PQstatus(conn) != CONNECTION_BAD) throw;
       PQreset(conn);
@@ -105,7 +106,7 @@ struct FleetIndex::Impl {
         while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
         throw FleetIndexError(std::string(first.what()) + "; reconnecting failed: " + why);
       }
-      return pg_exec(conn, what, sql, params);
+      return pg_exec(conn, what, sql, params, cancelled);
     }
   }
 };
@@ -136,6 +137,8 @@ FleetIndex::~FleetIndex() {
   PQfinish(impl_->conn);
   delete impl_;
 }
+
+void FleetIndex::set_cancel(std::function<bool()> cancelled) { impl_->cancelled = std::move(cancelled); }
 
 void FleetIndex::upsert(const FleetRecord& r) {
   // A later upsert may come before the analysis finished: an empty signature never erases a known one.

@@ -42,10 +42,12 @@ S3Client* s3_of(Connections& conn, const UploadSettings& s, std::stop_token stop
   return conn.s3.get();
 }
 
-FleetIndex& fleet_of(Connections& conn, const UploadSettings& s) {
+FleetIndex& fleet_of(Connections& conn, const UploadSettings& s, std::stop_token stop) {
   if (!conn.fleet || conn.fleet_conninfo != s.fleet_conninfo) {
     conn.fleet.reset();
     conn.fleet = std::make_unique<FleetIndex>(s.fleet_conninfo);  // throws FleetIndexError
+    // A server that stops answering mid-statement must not hold the daemon's stop.
+    conn.fleet->set_cancel([stop] { return stop.stop_requested(); });
     conn.fleet_conninfo = s.fleet_conninfo;
   }
   return *conn.fleet;
@@ -104,7 +106,7 @@ StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dir
       row.mode = upload_mode_name(UploadMode::Core);
     } else {
       try {
-        row.mode = upload_mode_name(fleet_of(conn, s).signature_has_core(rec->signature) ? UploadMode::Metadata : UploadMode::Core);
+        row.mode = upload_mode_name(fleet_of(conn, s, stop).signature_has_core(rec->signature) ? UploadMode::Metadata : UploadMode::Core);
       } catch (const FleetIndexError& e) {
         conn.fleet.reset();
         return failed(std::string("fleet index: ") + e.what(), true);
@@ -164,7 +166,7 @@ StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dir
                         : mode_for(c, *rec) == UploadMode::CoreIfNewSignature && holds_core(*rec) ? "skipped"
                                                                                                   : "metadata";
     try {
-      fleet_of(conn, s).upsert(fleet_record_of(host, *rec, row, state));
+      fleet_of(conn, s, stop).upsert(fleet_record_of(host, *rec, row, state));
     } catch (const FleetIndexError& e) {
       conn.fleet.reset();  // reconnect at the next attempt (a restarted server)
       return failed(std::string("fleet index: ") + e.what(), true);

@@ -8,7 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <future>
+#include <thread>
 #include <memory>
 
 #include "tests/support/pg_server.h"
@@ -324,12 +329,44 @@ TEST_F(FleetIndexTest, ALockedTableIsAnErrorNotAHang) {
   EXPECT_EQ(sql1(conninfo_, "SELECT count(*) FROM fleet_crashes"), "2");
 }
 
+// A server that stops answering in the middle of a statement (its backend frozen: SIGSTOP, as a
+// paused machine or a lost network look from here): no timeout of the server's fires, and libpq
+// waits for ever. The cancel check (the daemon's stop) ends the wait; a new object works.
+TEST_F(FleetIndexTest, AFrozenServerIsCancelled) {
+  if (::geteuid() != 0) GTEST_SKIP() << "stopping the server's backend (user postgres) needs root";
+  auto idx = std::make_unique<FleetIndex>(conninfo_);
+  idx->upsert(crash("h1", "f1", 100, kSigA));
+  const std::string pid = sql1(conninfo_,
+                               "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                               " AND application_name = 'coredumpd'");
+  ASSERT_GT(std::atoi(pid.c_str()), 0) << pid;
+  std::atomic<bool> stop{false};
+  idx->set_cancel([&] { return stop.load(); });
+  ASSERT_EQ(::kill(std::atoi(pid.c_str()), SIGSTOP), 0);
+  auto upsert = std::async(std::launch::async, [&] { idx->upsert(crash("h1", "f2", 200, kSigA)); });
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the statement is on its way
+  stop = true;
+  const bool returned = upsert.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  ::kill(std::atoi(pid.c_str()), SIGCONT);
+  EXPECT_TRUE(returned) << "the upsert waited on the frozen backend despite the cancel";
+  try {
+    upsert.get();
+    ADD_FAILURE() << "an upsert to a frozen server succeeded";
+  } catch (const FleetIndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("upsert: cancelled"), std::string::npos) << e.what();
+  }
+  idx = std::make_unique<FleetIndex>(conninfo_);
+  idx->upsert(crash("h1", "f2", 200, kSigA));
+  EXPECT_EQ(sql1(conninfo_, "SELECT count(*) FROM fleet_crashes"), "2");
+}
+
 // Decided: the next call after a server restart reconnects once and succeeds (each statement is
 // idempotent); while the server is down, a call fails at once with FleetIndexError naming both the
 // lost connection and the failed reconnect, and the object works again once the server is back.
 // Last in this file: it stops the shared server (and starts it again).
 TEST_F(FleetIndexTest, ARestartedServerIsReconnectedAndADownOneIsAClearError) {
   FleetIndex idx(conninfo_);
+  idx.set_cancel([] { return false; });  // as the daemon's uploader: statements sent asynchronously
   idx.upsert(crash("h1", "a1", 100, kSigA));
   server->stop();
   server->start();
