@@ -49,7 +49,7 @@ constexpr ConfigKey<UploadSettings> kUpload[] = {
                     "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, then ~/.aws/credentials.",
      .apply = [](const KeyValue& v, UploadSettings& u) { u.credentials_file = v.value == "" ? std::string() : v.path(); },
      .write = [](const UploadSettings& u) -> json { return u.credentials_file; }},
-    {.name = "host_id", .type = "string", .values = "a-z A-Z 0-9 . _ -, or \"\"",
+    {.name = "host_id", .type = "string", .values = "a-z A-Z 0-9 . _ -, not \".\" or \"..\"; or \"\"",
      .default_text = "\"\": the hostname",
      .description = "This host's name in object keys (<host_id>/<dump id>/...) and in the fleet index.",
      .apply = [](const KeyValue& v, UploadSettings& u) {
@@ -57,6 +57,8 @@ constexpr ConfigKey<UploadSettings> kUpload[] = {
        for (const char c : h)
          if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'))
            v.fail("a host id has only letters, digits, '.', '_' and '-'");
+       // One segment of an object key: "." and ".." would be resolved away by the URL.
+       if (h == "." || h == "..") v.fail("a host id is not \".\" or \"..\"");
        u.host_id = h;
      },
      .write = [](const UploadSettings& u) -> json { return u.host_id; }},
