@@ -21,12 +21,19 @@ std::string plain_string(const KeyValue& v, bool allow_empty) {
 }
 
 constexpr ConfigKey<UploadSettings> kUpload[] = {
-    {.name = "endpoint", .type = "string", .values = "http:// or https:// URL, or \"\"",
+    {.name = "endpoint", .type = "string", .values = "http:// or https:// URL without user@, ?query or #fragment; or \"\"",
      .description = "S3 endpoint the records and cores go to (path-style: <endpoint>/<bucket>/<key>); \"\": no uploads.",
      .apply = [](const KeyValue& v, UploadSettings& u) {
        u.endpoint = plain_string(v, true);
        if (!u.endpoint.empty() && !u.endpoint.starts_with("http://") && !u.endpoint.starts_with("https://"))
          v.fail("expected an http:// or https:// URL, got \"" + u.endpoint + "\"");
+       // <endpoint>/<bucket>/<key>?<query> is built on it: a query or fragment would swallow the
+       // rest, and a user:password@ (S3 ignores it; the keys come from the credentials) would be
+       // written into every error line that names the URL.
+       const std::string rest = u.endpoint.empty() ? "" : u.endpoint.substr(u.endpoint.find("://") + 3);
+       const std::string authority = rest.substr(0, rest.find('/'));
+       if (u.endpoint.find_first_of("?#") != std::string::npos || authority.find('@') != std::string::npos)
+         v.fail("an endpoint is scheme://host[:port][/path], without user@, ?query or #fragment");
      },
      .write = [](const UploadSettings& u) -> json { return u.endpoint; }},
     {.name = "bucket", .type = "string", .values = "3-63 of a-z 0-9 . -",

@@ -1,5 +1,6 @@
-// The host id in object keys (<host_id>/<dump id>/...): one path segment, never "." or "..", which
-// libcurl's URL parser would resolve (RFC 3986 dot segments), so that a key left the bucket.
+// The upload keys that make the URLs of S3 requests (<endpoint>/<bucket>/<host_id>/<dump id>/...):
+// the host id one path segment, never "." or "..", which libcurl's URL parser would resolve (RFC
+// 3986 dot segments), so that a key left the bucket; the endpoint a base URL and nothing more.
 #include <sched.h>
 #include <unistd.h>
 
@@ -32,6 +33,17 @@ TEST(UploadHostId, AnOddHostnameBecomesOnePlainSegment) {
   EXPECT_EQ(id_for(".."), "__");
   EXPECT_EQ(id_for("."), "_");
   EXPECT_EQ(id_for("web-1.example_a"), "web-1.example_a");
+}
+
+TEST(UploadEndpoint, ABaseUrlOnly) {
+  const auto endpoint = [](const std::string& e) {
+    return apply_config_json("test.json", R"({"upload": {"endpoint": ")" + e + "\"}}", Config{}).upload.endpoint;
+  };
+  EXPECT_EQ(endpoint("http://127.0.0.1:7480"), "http://127.0.0.1:7480");
+  EXPECT_EQ(endpoint("https://s3.example/prefix/"), "https://s3.example/prefix/");
+  EXPECT_EQ(endpoint("https://s3.example/a@b"), "https://s3.example/a@b");  // '@' in the path is a path
+  for (const char* bad : {"http://user:secret@s3.example", "http://s3.example/?x=1", "http://s3.example#f", "htp://x"})
+    EXPECT_THROW(endpoint(bad), ConfigError) << bad;
 }
 
 }  // namespace
