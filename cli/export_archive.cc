@@ -40,8 +40,11 @@ TarZstWriter::~TarZstWriter() {
 void TarZstWriter::check(int rc, const std::string& what) {
   if (rc >= ARCHIVE_WARN) return;
   const char* msg = archive_error_string(a_);
-  throw DumpctlError("cannot write the archive " + shown_ + " (" + escape_for_display(what) +
-                     "): " + (msg ? msg : "unknown libarchive error"));
+  std::string why = msg ? msg : "unknown libarchive error";
+  // libarchive says "Write error" for a failed write(2); its errno says why (a full disk).
+  if (const int err = archive_errno(a_); err > 0 && why.find(std::strerror(err)) == std::string::npos)
+    why += std::string(": ") + std::strerror(err);
+  throw DumpctlError("cannot write the archive " + shown_ + " (" + escape_for_display(what) + "): " + why);
 }
 
 void TarZstWriter::header(const std::string& name, std::uint64_t size, mode_t mode, time_t mtime) {

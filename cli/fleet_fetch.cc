@@ -51,7 +51,8 @@ int cmd_fleet_fetch(const FleetRecord& r, const S3Location& where, const S3Crede
   // The object as stored, in a private file removed on every exit path (TempFile).
   TempFile download(to_stdout ? temp_dir() : dir_of(output), ".dumpctl-fetch-");
   S3Client s3(where, creds);
-  const S3Result got = s3.get_object_to_fd(r.object_key, download.fd());
+  // No more than the index says was uploaded: an endpoint that never stops must not fill the disk.
+  const S3Result got = s3.get_object_to_fd(r.object_key, download.fd(), r.core_bytes);
   if (!got.ok)
     throw DumpctlError("cannot download s3://" + escape_for_display(where.bucket) + "/" + shown_key + " from " +
                        escape_for_display(where.endpoint) + ": " +

@@ -9,6 +9,7 @@
 
 #include "fleet/fleet_schema.h"
 #include "fleet/pg_exec.h"
+#include "util/text.h"
 
 namespace coredumpd {
 
@@ -23,6 +24,12 @@ namespace {
 // A host that cannot reach the database waits at most this long per attempt, unless the conninfo
 // says otherwise (its connect_timeout wins: it comes later in the keyword list).
 constexpr const char* kDefaultConnectTimeoutS = "10";
+// No statement waits for ever: a worker blocked in libpq cannot be stopped, so a table locked by
+// someone else (an ALTER TABLE left in an open transaction) held the upload worker and with it
+// the daemon's SIGTERM. A lock is waited for 5 s, a statement runs at most 60 s (`dumpctl fleet
+// top` over a large table included); the server then ends it with a clear error, retried later.
+// An "options" in the conninfo replaces these, as connect_timeout does.
+constexpr const char* kDefaultOptions = "-c lock_timeout=5s -c statement_timeout=60s";
 
 // The columns of a FleetRecord, in read_record()'s order. Build-ids travel as a JSON array: no
 // hand-made array literal on either side.
@@ -83,13 +90,14 @@ std::string sql_limit(std::size_t limit) {
 
 struct FleetIndex::Impl {
   PGconn* conn = nullptr;
+  std::function<bool()> cancelled;  ///< set_cancel()'s check
 
   // One statement; if it failed because the server went away (restarted, or the connection was
   // cut), reconnect once and run it again — every statement here is idempotent. A second failure,
   // or a failed reconnect, throws with both reasons.
   PgResult run(const char* what, const std::string& sql, const PgParams& params) {
     try {
-      return pg_exec(conn, what, sql, params);
+      return pg_exec(conn, what, sql, params, cancelled);
     } catch (const FleetIndexError& first) {
       if (PQstatus(conn) != CONNECTION_BAD) throw;
       PQreset(conn);
@@ -98,14 +106,15 @@ struct FleetIndex::Impl {
         while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
         throw FleetIndexError(std::string(first.what()) + "; reconnecting failed: " + why);
       }
-      return pg_exec(conn, what, sql, params);
+      return pg_exec(conn, what, sql, params, cancelled);
     }
   }
 };
 
 FleetIndex::FleetIndex(const std::string& conninfo) : impl_(new Impl) {
-  const std::array<const char*, 4> keywords = {"connect_timeout", "application_name", "dbname", nullptr};
-  const std::array<const char*, 4> values = {kDefaultConnectTimeoutS, "coredumpd", conninfo.c_str(), nullptr};
+  const std::array<const char*, 5> keywords = {"connect_timeout", "application_name", "options", "dbname", nullptr};
+  const std::array<const char*, 5> values = {kDefaultConnectTimeoutS, "coredumpd", kDefaultOptions, conninfo.c_str(),
+                                             nullptr};
   impl_->conn = PQconnectdbParams(keywords.data(), values.data(), /*expand_dbname=*/1);
   try {
     if (impl_->conn == nullptr) throw FleetIndexError("fleet index: out of memory connecting");
@@ -129,6 +138,8 @@ FleetIndex::~FleetIndex() {
   delete impl_;
 }
 
+void FleetIndex::set_cancel(std::function<bool()> cancelled) { impl_->cancelled = std::move(cancelled); }
+
 void FleetIndex::upsert(const FleetRecord& r) {
   // A later upsert may come before the analysis finished: an empty signature never erases a known one.
   static const std::string sql = R"sql(
@@ -147,10 +158,15 @@ ON CONFLICT (host_id, dump_id) DO UPDATE SET
   updated_at = now()
 )sql";
   if (r.host_id.empty() || r.dump_id.empty()) throw FleetIndexError("fleet index: a record needs a host_id and a dump_id");
+  // Names come from the crashing process (comm, the executable's path, its symbols, its ELF
+  // notes) and may be any bytes; the database takes UTF-8 only, and a refused row would be
+  // refused again at every retry.
+  const auto text = [](const std::string& s) { return replace_invalid_utf8(s); };
   impl_->run("upsert", sql,
-             {r.host_id, r.machine_id, r.dump_id, std::to_string(r.timestamp_us), r.exe, r.comm,
-              std::to_string(r.signal), lower(r.signature), r.signature_text, nlohmann::json(r.build_ids).dump(),
-              r.package, r.container, r.object_key, r.record_key, std::to_string(r.core_bytes), r.state});
+             {r.host_id, r.machine_id, r.dump_id, std::to_string(r.timestamp_us), text(r.exe), text(r.comm),
+              std::to_string(r.signal), lower(r.signature), text(r.signature_text),
+              nlohmann::json(r.build_ids).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+              text(r.package), text(r.container), r.object_key, r.record_key, std::to_string(r.core_bytes), r.state});
 }
 
 bool FleetIndex::signature_has_core(const std::string& signature) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -68,6 +69,12 @@ class FleetIndex {
   ~FleetIndex();
   FleetIndex(const FleetIndex&) = delete;
   FleetIndex& operator=(const FleetIndex&) = delete;
+
+  /// A check made about once a second while a statement waits for the server (fleet/pg_exec.h):
+  /// when it returns true the statement throws FleetIndexError "... cancelled", and this object is
+  /// to be destroyed. For a daemon that stops while the server hangs. Not during the constructor's
+  /// connect (connect_timeout) and migrations (lock_timeout, statement_timeout).
+  void set_cancel(std::function<bool()> cancelled);
 
   /// Insert or update (INSERT ... ON CONFLICT (host_id, dump_id) DO UPDATE): idempotent.
   void upsert(const FleetRecord& r);

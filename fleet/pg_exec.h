@@ -4,6 +4,7 @@
 
 #include <libpq-fe.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,7 +24,11 @@ using PgParams = std::vector<std::optional<std::string>>;
 /// Runs `sql` ($1.. bound to `params`) on `conn` and returns its result (PGRES_COMMAND_OK or
 /// PGRES_TUPLES_OK). Throws FleetIndexError "fleet index: <what>: <libpq's message>" otherwise;
 /// the connection's PQstatus() then tells a lost server (CONNECTION_BAD) from an SQL error.
-PgResult pg_exec(PGconn* conn, const char* what, const std::string& sql, const PgParams& params = {});
+/// `cancelled`, when set, is asked about once a second while the server has not answered: when it
+/// returns true, pg_exec() throws FleetIndexError "... cancelled" at once, the statement still in
+/// flight (the connection is then unusable: close it). Without it, the wait is libpq's own.
+PgResult pg_exec(PGconn* conn, const char* what, const std::string& sql, const PgParams& params = {},
+                 const std::function<bool()>& cancelled = {});
 
 /// The text of column `col` of row `row` ("" for NULL).
 std::string pg_text(const PGresult* r, int row, int col);

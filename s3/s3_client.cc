@@ -63,9 +63,11 @@ struct S3Client::Impl {
   std::string reply;
   std::string etag;
   int out_fd = -1;          // GET body goes here when the status is 2xx
+  std::uint64_t out_max = 0, out_written = 0;  // its limit (0: none), and what was written
   int in_fd = -1;           // PUT body comes from here
   std::uint64_t in_offset = 0, in_left = 0;
   int write_errno = 0;
+  bool reply_too_large = false;  // the reply body passed kMaxReplyBytes
 
   static std::size_t on_body(char* data, std::size_t size, std::size_t n, void* self_ptr) {
     auto* self = static_cast<Impl*>(self_ptr);
@@ -73,6 +75,11 @@ struct S3Client::Impl {
     long status = 0;
     curl_easy_getinfo(self->curl, CURLINFO_RESPONSE_CODE, &status);
     if (self->out_fd >= 0 && status >= 200 && status < 300) {
+      if (self->out_max && bytes > self->out_max - self->out_written) {
+        self->reply_too_large = true;
+        return 0;  // aborts the transfer: CURLE_WRITE_ERROR
+      }
+      self->out_written += bytes;
       for (std::size_t done = 0; done < bytes;) {
         const ssize_t w = ::write(self->out_fd, data + done, bytes - done);
         if (w < 0 && errno == EINTR) continue;
@@ -84,7 +91,12 @@ struct S3Client::Impl {
       }
       return bytes;
     }
-    if (self->reply.size() < kMaxReplyBytes) self->reply.append(data, std::min(bytes, kMaxReplyBytes - self->reply.size()));
+    // Beyond the cap the transfer ends: a reply that never ends would hold the worker for ever.
+    if (bytes > kMaxReplyBytes - self->reply.size()) {
+      self->reply_too_large = true;
+      return 0;  // aborts the transfer: CURLE_WRITE_ERROR
+    }
+    self->reply.append(data, bytes);
     return bytes;
   }
 
@@ -129,6 +141,7 @@ struct S3Client::Impl {
     reply.clear();
     etag.clear();
     write_errno = 0;
+    reply_too_large = false;
     std::string url = where.endpoint;
     while (!url.empty() && url.back() == '/') url.pop_back();
     url += "/" + where.bucket;
@@ -196,6 +209,14 @@ struct S3Client::Impl {
     curl_slist_free_all(headers);
     S3Result res;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &res.http_status);
+    if (rc == CURLE_WRITE_ERROR && reply_too_large) {  // a broken or hostile endpoint: try again later
+      res.error = std::string(method) + " " + url + ": the reply is larger than " +
+                  std::to_string(out_fd >= 0 && out_max ? out_max : kMaxReplyBytes) + " bytes (HTTP " +
+                  std::to_string(res.http_status) + ")";
+      res.http_status = 0;
+      res.retryable = true;
+      return res;
+    }
     if (rc != CURLE_OK) {
       res.http_status = rc == CURLE_WRITE_ERROR ? res.http_status : 0;
       res.error = rc == CURLE_WRITE_ERROR && write_errno ? std::string("writing the object: ") + std::strerror(write_errno)
@@ -275,10 +296,13 @@ S3Result S3Client::head_object(const std::string& key, std::uint64_t* size) {
   return r;
 }
 
-S3Result S3Client::get_object_to_fd(const std::string& key, int fd) {
+S3Result S3Client::get_object_to_fd(const std::string& key, int fd, std::uint64_t max_bytes) {
   impl_->out_fd = fd;
+  impl_->out_max = max_bytes;
+  impl_->out_written = 0;
   S3Result r = impl_->request("GET", key, "", Impl::Body::None);
   impl_->out_fd = -1;
+  impl_->out_max = 0;
   return r;
 }
 

@@ -66,8 +66,10 @@ class S3Client {
   S3Result put_object_from_fd(const std::string& key, int fd, std::uint64_t offset, std::uint64_t length);
   /// HEAD `key`: its size in bytes in *size if it exists (http_status 404 and ok=false if not).
   S3Result head_object(const std::string& key, std::uint64_t* size);
-  /// GET `key` into `fd` (written from its current offset).
-  S3Result get_object_to_fd(const std::string& key, int fd);
+  /// GET `key` into `fd` (written from its current offset). `max_bytes` > 0: a body longer than
+  /// that ends the request (retryable, "larger than" in `error`) once that much is written: an
+  /// endpoint that never stops sending cannot fill the disk. 0 = unbounded.
+  S3Result get_object_to_fd(const std::string& key, int fd, std::uint64_t max_bytes = 0);
   /// DELETE `key`.
   S3Result delete_object(const std::string& key);
 

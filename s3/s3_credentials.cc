@@ -19,6 +19,9 @@ namespace coredumpd {
 
 namespace {
 
+// A credentials file holds a few profiles: a larger one is the wrong file, not read into memory.
+constexpr off_t kMaxCredentialsBytes = 1 << 20;
+
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
@@ -28,7 +31,8 @@ std::string env(const char* name) {
 // refuse it unless only its owner (root or us) can read it: the secret must not leak to users.
 std::optional<S3Credentials> from_file(const std::string& path, const std::string& profile, bool root_only,
                                        std::string* why) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  // O_NONBLOCK: a FIFO at the path would make open() wait for a writer for ever.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
   if (!fd) {
     *why = path + ": " + std::strerror(errno);
     return std::nullopt;
@@ -43,6 +47,11 @@ std::optional<S3Credentials> from_file(const std::string& path, const std::strin
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     *why = path + ": refused: mode " + mode + ", owner uid " + std::to_string(st.st_uid) +
            " (the credentials file must be 0600 or 0400 and owned by root)";
+    return std::nullopt;
+  }
+  if (st.st_size > kMaxCredentialsBytes) {
+    *why = path + ": refused: " + std::to_string(st.st_size) + " bytes, larger than " +
+           std::to_string(kMaxCredentialsBytes) + " (is it the credentials file?)";
     return std::nullopt;
   }
   std::string text(static_cast<std::size_t>(st.st_size), '\0');

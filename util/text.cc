@@ -111,6 +111,18 @@ Utf8Unit next_utf8_unit(std::string_view s) {
   return u;
 }
 
+std::string replace_invalid_utf8(std::string_view s) {
+  if (is_valid_utf8(s)) return std::string(s);
+  std::string out;
+  out.reserve(s.size() + 16);
+  while (!s.empty()) {
+    const Utf8Unit u = next_utf8_unit(s);
+    out.append(u.valid ? s.substr(0, u.size) : std::string_view("\xEF\xBF\xBD"));
+    s.remove_prefix(u.size);
+  }
+  return out;
+}
+
 bool is_dangerous_code_point(char32_t cp) {
   return (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
          (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);

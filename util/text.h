@@ -27,6 +27,10 @@ std::size_t decode_utf8(std::string_view s, char32_t& cp);
 /// True if every byte of `s` belongs to a valid UTF-8 sequence (see decode_utf8()). NUL is valid.
 bool is_valid_utf8(std::string_view s);
 
+/// `s` with each byte that is not part of valid UTF-8 (see next_utf8_unit()) replaced by U+FFFD;
+/// valid text unchanged. For a store that takes only UTF-8 (a PostgreSQL UTF8 database).
+std::string replace_invalid_utf8(std::string_view s);
+
 /// One unit of a byte string as the escapers walk it: a valid UTF-8 sequence, or one byte that is
 /// not part of one.
 struct Utf8Unit {

@@ -21,12 +21,19 @@ std::string plain_string(const KeyValue& v, bool allow_empty) {
 }
 
 constexpr ConfigKey<UploadSettings> kUpload[] = {
-    {.name = "endpoint", .type = "string", .values = "http:// or https:// URL, or \"\"",
+    {.name = "endpoint", .type = "string", .values = "http:// or https:// URL without user@, ?query or #fragment; or \"\"",
      .description = "S3 endpoint the records and cores go to (path-style: <endpoint>/<bucket>/<key>); \"\": no uploads.",
      .apply = [](const KeyValue& v, UploadSettings& u) {
        u.endpoint = plain_string(v, true);
        if (!u.endpoint.empty() && !u.endpoint.starts_with("http://") && !u.endpoint.starts_with("https://"))
          v.fail("expected an http:// or https:// URL, got \"" + u.endpoint + "\"");
+       // <endpoint>/<bucket>/<key>?<query> is built on it: a query or fragment would swallow the
+       // rest, and a user:password@ (S3 ignores it; the keys come from the credentials) would be
+       // written into every error line that names the URL.
+       const std::string rest = u.endpoint.empty() ? "" : u.endpoint.substr(u.endpoint.find("://") + 3);
+       const std::string authority = rest.substr(0, rest.find('/'));
+       if (u.endpoint.find_first_of("?#") != std::string::npos || authority.find('@') != std::string::npos)
+         v.fail("an endpoint is scheme://host[:port][/path], without user@, ?query or #fragment");
      },
      .write = [](const UploadSettings& u) -> json { return u.endpoint; }},
     {.name = "bucket", .type = "string", .values = "3-63 of a-z 0-9 . -",
@@ -49,7 +56,7 @@ constexpr ConfigKey<UploadSettings> kUpload[] = {
                     "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, then ~/.aws/credentials.",
      .apply = [](const KeyValue& v, UploadSettings& u) { u.credentials_file = v.value == "" ? std::string() : v.path(); },
      .write = [](const UploadSettings& u) -> json { return u.credentials_file; }},
-    {.name = "host_id", .type = "string", .values = "a-z A-Z 0-9 . _ -, or \"\"",
+    {.name = "host_id", .type = "string", .values = "a-z A-Z 0-9 . _ -, not \".\" or \"..\"; or \"\"",
      .default_text = "\"\": the hostname",
      .description = "This host's name in object keys (<host_id>/<dump id>/...) and in the fleet index.",
      .apply = [](const KeyValue& v, UploadSettings& u) {
@@ -57,6 +64,8 @@ constexpr ConfigKey<UploadSettings> kUpload[] = {
        for (const char c : h)
          if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'))
            v.fail("a host id has only letters, digits, '.', '_' and '-'");
+       // One segment of an object key: "." and ".." would be resolved away by the URL.
+       if (h == "." || h == "..") v.fail("a host id is not \".\" or \"..\"");
        u.host_id = h;
      },
      .write = [](const UploadSettings& u) -> json { return u.host_id; }},

@@ -3,6 +3,7 @@
 #include <systemd/sd-id128.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
 
 #include "store/record_extras.h"
@@ -27,6 +28,11 @@ HostIdentity host_identity(const UploadSettings& s) {
     char name[HOST_NAME_MAX + 1] = {};
     if (::gethostname(name, sizeof name - 1) == 0) h.host_id = name;
     if (h.host_id.empty()) h.host_id = "localhost";
+    // Any bytes sethostname(2) took: made what upload.host_id allows (one plain segment of an
+    // object key), each other byte '_', and "." or ".." (which a URL resolves away) all '_'.
+    for (char& c : h.host_id)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+    if (h.host_id == "." || h.host_id == "..") h.host_id.assign(h.host_id.size(), '_');
   }
   // libsystemd reads and validates /etc/machine-id (32 hex digits), as the journal's _MACHINE_ID.
   sd_id128_t id;

@@ -42,10 +42,12 @@ S3Client* s3_of(Connections& conn, const UploadSettings& s, std::stop_token stop
   return conn.s3.get();
 }
 
-FleetIndex& fleet_of(Connections& conn, const UploadSettings& s) {
+FleetIndex& fleet_of(Connections& conn, const UploadSettings& s, std::stop_token stop) {
   if (!conn.fleet || conn.fleet_conninfo != s.fleet_conninfo) {
     conn.fleet.reset();
     conn.fleet = std::make_unique<FleetIndex>(s.fleet_conninfo);  // throws FleetIndexError
+    // A server that stops answering mid-statement must not hold the daemon's stop.
+    conn.fleet->set_cancel([stop] { return stop.stop_requested(); });
     conn.fleet_conninfo = s.fleet_conninfo;
   }
   return *conn.fleet;
@@ -70,9 +72,20 @@ StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dir
                     std::stop_token stop, std::int64_t now_us) {
   const UploadSettings& s = c.upload;
   const auto rec = index.get(row.id);
-  if (!rec) {  // removed by retention's max_age before it could be sent
+  if (!rec) {  // removed (retention's max_age, dumpctl delete) before it could be sent
+    std::string aborted;
+    if (!row.upload_id.empty()) {
+      // A multipart upload begun for it: nothing else would ever free its stored parts. One try;
+      // a store's lifecycle rule (AbortIncompleteMultipartUpload) is the backstop.
+      std::string why;
+      S3Client* s3 = s3_of(conn, s, stop, &why);
+      const S3Result r = s3 ? s3->abort_multipart(row.object_key, row.upload_id) : S3Result{false, 0, false, why};
+      aborted = r.ok || r.http_status == 404 ? "; its multipart upload aborted"
+                                             : "; aborting its multipart upload " + row.upload_id + " failed: " + r.error;
+      row.upload_id.clear();
+    }
     finish(row, kSkipped, now_us);
-    row.last_error = "the dump is no longer in the index";
+    row.last_error = "the dump is no longer in the index" + aborted;
     index.save_upload(row);
     return step(StepResult::Kind::Done);
   }
@@ -93,7 +106,7 @@ StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dir
       row.mode = upload_mode_name(UploadMode::Core);
     } else {
       try {
-        row.mode = upload_mode_name(fleet_of(conn, s).signature_has_core(rec->signature) ? UploadMode::Metadata : UploadMode::Core);
+        row.mode = upload_mode_name(fleet_of(conn, s, stop).signature_has_core(rec->signature) ? UploadMode::Metadata : UploadMode::Core);
       } catch (const FleetIndexError& e) {
         conn.fleet.reset();
         return failed(std::string("fleet index: ") + e.what(), true);
@@ -153,7 +166,7 @@ StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dir
                         : mode_for(c, *rec) == UploadMode::CoreIfNewSignature && holds_core(*rec) ? "skipped"
                                                                                                   : "metadata";
     try {
-      fleet_of(conn, s).upsert(fleet_record_of(host, *rec, row, state));
+      fleet_of(conn, s, stop).upsert(fleet_record_of(host, *rec, row, state));
     } catch (const FleetIndexError& e) {
       conn.fleet.reset();  // reconnect at the next attempt (a restarted server)
       return failed(std::string("fleet index: ") + e.what(), true);

@@ -131,6 +131,7 @@ void Uploader::work(std::stop_token stop) {
   lower_priority();
   Connections conn;
   bool warned_readonly = false;
+  std::int64_t index_failures = 0;  // in a row: the index refused to record a step
   while (!stop.stop_requested()) {
     const auto config = config_();
     const std::int64_t now = now_epoch_us();
@@ -183,8 +184,17 @@ void Uploader::work(std::stop_token stop) {
         }
         break;
       }
+      index_failures = 0;
     } catch (const std::exception& e) {  // the index failed: the row stays as last saved
       if (upload_log_limiter().allow("upload index error")) spdlog::error("upload of dump {}: {}", row->id, e.what());
+      // Its step is done again from there, and may already have reached S3 (a full store refuses
+      // the row after the PUT): wait as for a failed request, not take it again at once.
+      ++index_failures;
+      release(row->id);
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, stop, std::chrono::microseconds(backoff_us(index_failures, config->upload.max_backoff)),
+                   [] { return false; });
+      continue;
     }
     release(row->id);
   }

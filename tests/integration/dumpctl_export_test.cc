@@ -1,6 +1,11 @@
 // dumpctl export (issue 24 part 3): the archive listed and extracted by bsdtar and its core compared
 // with `dump`, the libraries of a real gcore core from its NT_FILE note, missing files, the newest of
 // several matches; the progress line of `dump -o` under a pty, not without one, not with -q.
+#include <sys/mount.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "tests/integration/dumpctl_verbs_fixture.h"
 
 using namespace coredumpd;
@@ -38,6 +43,32 @@ TEST_F(DumpctlVerbs, ExportArchiveHoldsTheCoreTheExecutableAndTheRecord) {
   const Result quiet = as_root({"-q", "export", "prog1", "prog2", "-o", user_dir_ + "/q.tar.zst"});
   ASSERT_EQ(quiet.rc(), 0) << quiet.err;
   EXPECT_EQ(quiet.err, "") << "-q: no warning, no summary";
+}
+
+// An archive that does not fit (a full disk), or a read-only directory: an error
+// naming the reason, exit 1, no archive and no temporary file left, a file already at -o untouched.
+TEST_F(DumpctlVerbs, ExportToAFullDiskLeavesNothingBehind) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  const std::string small = user_dir_ + "/small";
+  std::filesystem::create_directory(small);
+  ASSERT_EQ(::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=16k"), 0) << std::strerror(errno);
+  const std::string target = small + "/bug.tar.zst";
+  std::ofstream(target) << "an older archive";
+  const Result full = as_root({"export", mine_, "-o", target});
+  EXPECT_EQ(full.rc(), 1) << full.err;
+  EXPECT_NE(full.err.find("No space left on device"), std::string::npos) << full.err;
+  EXPECT_EQ(read_file(target), "an older archive");
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(small)) left.push_back(e.path().filename());
+  EXPECT_EQ(left, std::vector<std::string>{"bug.tar.zst"});
+  ::umount2(small.c_str(), MNT_DETACH);
+
+  ASSERT_EQ(::mount("tmpfs", small.c_str(), "tmpfs", MS_RDONLY, "size=16k"), 0) << std::strerror(errno);
+  const Result read_only = as_root({"export", mine_, "-o", target});
+  EXPECT_EQ(read_only.rc(), 1) << read_only.err;
+  EXPECT_NE(read_only.err.find("Read-only file system"), std::string::npos) << read_only.err;
+  EXPECT_TRUE(std::filesystem::is_empty(small));
+  ::umount2(small.c_str(), MNT_DETACH);
 }
 
 TEST_F(DumpctlVerbs, ExportAddsTheLibrariesOfARealCore) {

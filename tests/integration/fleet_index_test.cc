@@ -8,7 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <future>
+#include <thread>
 #include <memory>
 
 #include "tests/support/pg_server.h"
@@ -26,6 +31,13 @@ class PgEnvironment : public ::testing::Environment {
   void TearDown() override { delete server; }
 };
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new PgEnvironment);
+
+// A statement on an open connection of our own: "" when it succeeded, else the error.
+std::string sql1_on(PGconn* c, const std::string& sql) {
+  std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(c, sql.c_str()), PQclear);
+  const auto st = PQresultStatus(r.get());
+  return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? "" : std::string("error: ") + PQresultErrorMessage(r.get());
+}
 
 // A query of our own, beside the library, to see what it wrote.
 std::string sql1(const std::string& conninfo, const std::string& sql) {
@@ -269,12 +281,92 @@ TEST_F(FleetIndexTest, NoServerIsAClearErrorAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));  // bounded, not a hang
 }
 
+// A process names itself with any bytes (prctl(PR_SET_NAME), its executable's file name): the
+// row goes in all the same, each invalid byte as U+FFFD (a UTF8 database refuses the raw bytes,
+// and the upload would fail, and be retried, for ever), valid text unchanged.
+TEST_F(FleetIndexTest, NamesThatAreNotUtf8AreStoredReplaced) {
+  FleetIndex idx(conninfo_);
+  FleetRecord r = crash("h1", "bad-utf8", 100, kSigA);
+  r.comm = std::string("a\xff\xfe b");
+  r.exe = std::string("/tmp/../x\n\xc3(\xe2\x82 caf\xc3\xa9");
+  r.signature_text = std::string("f\x80 <- main");
+  r.package = std::string("p\xc0\xaf");
+  r.container = std::string("c\xed\xa0\x80");
+  idx.upsert(r);
+  const auto got = idx.find_dump("bad-utf8");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->comm, "a\uFFFD\uFFFD b");
+  EXPECT_EQ(got->exe, "/tmp/../x\n\uFFFD(\uFFFD\uFFFD caf\xc3\xa9");
+  EXPECT_EQ(got->signature_text, "f\uFFFD <- main");
+  EXPECT_EQ(got->package, "p\uFFFD\uFFFD");
+  EXPECT_EQ(got->container, "c\uFFFD\uFFFD\uFFFD");
+}
+
+// A table locked by someone else (a DBA's ALTER TABLE in an open transaction, a stuck migration):
+// an upsert gives up with the server's reason instead of waiting for ever. A worker blocked in
+// libpq cannot be stopped, so an unbounded wait also held the daemon's SIGTERM.
+TEST_F(FleetIndexTest, ALockedTableIsAnErrorNotAHang) {
+  FleetIndex idx(conninfo_);
+  idx.upsert(crash("h1", "a1", 100, kSigA));
+  std::unique_ptr<PGconn, decltype(&PQfinish)> dba(PQconnectdb(conninfo_.c_str()), PQfinish);
+  ASSERT_EQ(PQstatus(dba.get()), CONNECTION_OK) << PQerrorMessage(dba.get());
+  ASSERT_EQ(sql1_on(dba.get(), "BEGIN; LOCK TABLE fleet_crashes IN ACCESS EXCLUSIVE MODE"), "");
+  try {
+    idx.upsert(crash("h1", "a2", 200, kSigA));
+    ADD_FAILURE() << "an upsert into a locked table succeeded";
+  } catch (const FleetIndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("lock timeout"), std::string::npos) << e.what();
+  }
+  try {
+    FleetIndex other(conninfo_);  // the migrations' check reads the locked table too
+    EXPECT_FALSE(other.signature_has_core(kSigA));
+    ADD_FAILURE() << "a read of a locked table succeeded";
+  } catch (const FleetIndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("lock timeout"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(sql1_on(dba.get(), "ROLLBACK"), "");
+  idx.upsert(crash("h1", "a2", 200, kSigA));  // the same object, once the lock is gone
+  EXPECT_EQ(sql1(conninfo_, "SELECT count(*) FROM fleet_crashes"), "2");
+}
+
+// A server that stops answering in the middle of a statement (its backend frozen: SIGSTOP, as a
+// paused machine or a lost network look from here): no timeout of the server's fires, and libpq
+// waits for ever. The cancel check (the daemon's stop) ends the wait; a new object works.
+TEST_F(FleetIndexTest, AFrozenServerIsCancelled) {
+  if (::geteuid() != 0) GTEST_SKIP() << "stopping the server's backend (user postgres) needs root";
+  auto idx = std::make_unique<FleetIndex>(conninfo_);
+  idx->upsert(crash("h1", "f1", 100, kSigA));
+  const std::string pid = sql1(conninfo_,
+                               "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                               " AND application_name = 'coredumpd'");
+  ASSERT_GT(std::atoi(pid.c_str()), 0) << pid;
+  std::atomic<bool> stop{false};
+  idx->set_cancel([&] { return stop.load(); });
+  ASSERT_EQ(::kill(std::atoi(pid.c_str()), SIGSTOP), 0);
+  auto upsert = std::async(std::launch::async, [&] { idx->upsert(crash("h1", "f2", 200, kSigA)); });
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the statement is on its way
+  stop = true;
+  const bool returned = upsert.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  ::kill(std::atoi(pid.c_str()), SIGCONT);
+  EXPECT_TRUE(returned) << "the upsert waited on the frozen backend despite the cancel";
+  try {
+    upsert.get();
+    ADD_FAILURE() << "an upsert to a frozen server succeeded";
+  } catch (const FleetIndexError& e) {
+    EXPECT_NE(std::string(e.what()).find("upsert: cancelled"), std::string::npos) << e.what();
+  }
+  idx = std::make_unique<FleetIndex>(conninfo_);
+  idx->upsert(crash("h1", "f2", 200, kSigA));
+  EXPECT_EQ(sql1(conninfo_, "SELECT count(*) FROM fleet_crashes"), "2");
+}
+
 // Decided: the next call after a server restart reconnects once and succeeds (each statement is
 // idempotent); while the server is down, a call fails at once with FleetIndexError naming both the
 // lost connection and the failed reconnect, and the object works again once the server is back.
 // Last in this file: it stops the shared server (and starts it again).
 TEST_F(FleetIndexTest, ARestartedServerIsReconnectedAndADownOneIsAClearError) {
   FleetIndex idx(conninfo_);
+  idx.set_cancel([] { return false; });  // as the daemon's uploader: statements sent asynchronously
   idx.upsert(crash("h1", "a1", 100, kSigA));
   server->stop();
   server->start();

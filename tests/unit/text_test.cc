@@ -127,3 +127,19 @@ TEST(Text, LogLinesEscapeBidiControlsAsDumpctlDoes) {
 
 }  // namespace
 }  // namespace coredumpd
+
+namespace coredumpd {
+namespace {
+
+TEST(ReplaceInvalidUtf8, EachInvalidByteBecomesOneReplacementCharacter) {
+  EXPECT_EQ(replace_invalid_utf8("caf\xc3\xa9 /usr/bin/x"), "caf\xc3\xa9 /usr/bin/x");
+  EXPECT_EQ(replace_invalid_utf8(""), "");
+  EXPECT_EQ(replace_invalid_utf8("a\xff" "b"), "a\uFFFDb");
+  EXPECT_EQ(replace_invalid_utf8("\xc0\xaf"), "\uFFFD\uFFFD");          // overlong '/'
+  EXPECT_EQ(replace_invalid_utf8("\xed\xa0\x80"), "\uFFFD\uFFFD\uFFFD");  // a surrogate
+  EXPECT_EQ(replace_invalid_utf8("\xe2\x82"), "\uFFFD\uFFFD");          // cut short
+  EXPECT_TRUE(is_valid_utf8(replace_invalid_utf8("\x80\x81\xfe\xff")));
+}
+
+}  // namespace
+}  // namespace coredumpd

@@ -1,0 +1,176 @@
+// The daemon's uploader (daemon/upload/uploader.h) on a real index in a small tmpfs, against an S3
+// endpoint served by the test (tests/support/loopback_http.h) that accepts everything: what the
+// queue does when the store fills up between a request and the row that records it.
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "daemon/upload/uploader.h"
+#include "store/delete_dump.h"
+#include "store/index.h"
+#include "tests/support/loopback_http.h"
+#include "util/time.h"
+#include "util/unique_fd.h"
+
+namespace coredumpd {
+namespace {
+
+// Writes zeros to `path` until the filesystem is full.
+void fill_up(const std::string& path) {
+  std::ofstream f(path, std::ios::binary);
+  const std::string block(64 * 1024, '\0');
+  while (f.write(block.data(), static_cast<std::streamsize>(block.size())) && f.flush()) {
+  }
+}
+
+// A tmpfs of `options` on a fresh directory under /tmp, unmounted and removed on destruction.
+struct TmpfsDir {
+  explicit TmpfsDir(const char* options) {
+    char tmpl[] = "/tmp/cd-uploader-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr) return;
+    path = tmpl;
+    if (::mount("tmpfs", tmpl, "tmpfs", 0, options) != 0) error = std::strerror(errno);
+  }
+  ~TmpfsDir() {
+    if (error.empty()) ::umount2(path.c_str(), MNT_DETACH);
+    ::rmdir(path.c_str());
+  }
+  std::string path, error = "";
+};
+
+// The record went to S3, then the index could not record it (ENOSPC: SQLITE_FULL). The row stays
+// as last saved and is tried again, after a back-off: before, the worker took it again at once,
+// and sent the same record to S3 as fast as the endpoint answered, for as long as the disk was full.
+TEST(Uploader, AFullStoreBacksOffAndLosesNothing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  const TmpfsDir dir("size=4m,mode=0700");
+  ASSERT_TRUE(!dir.path.empty() && dir.error.empty()) << dir.path << ": " << dir.error;
+  const std::string store = dir.path;
+  const std::string filler = store + "/filler";
+
+  std::atomic<int> record_puts{0};
+  test::LoopbackHttp s3([&](int fd, const std::string& request) {
+    if (request.rfind("PUT ", 0) == 0 && request.find("/record.json ") != std::string::npos && ++record_puts == 1)
+      fill_up(filler);  // the store is full from the first record on
+    test::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nETag: \"e\"\r\n\r\n");
+  });
+  ::setenv("AWS_ACCESS_KEY_ID", "AKIDTEST", 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+
+  {
+    Index index(store, /*writable=*/true);
+    DumpRecord r;
+    r.id = "0000000000000000000000000000f011";
+    r.state = DumpState::Complete;
+    r.timestamp_us = now_epoch_us() + 60'000'000;  // after the uploader's origin (its first look)
+    r.pid = 7;
+    r.comm = "full";
+    index.insert(r);
+
+    auto config = std::make_shared<Config>();
+    config->upload.endpoint = s3.endpoint();
+    config->upload.host_id = "h1";
+    config->upload.max_backoff = std::chrono::seconds(4);
+    config->defaults.upload = UploadMode::Metadata;
+    const UniqueFd dirfd(::open(store.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    Stats stats;
+    upload::Uploader uploader(index, dirfd.get(), stats, [config] { return config; }, 1);
+    uploader.wake();
+    for (int i = 0; i < 600 && record_puts == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_GT(record_puts.load(), 0) << "the record never reached the endpoint";
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    // Back-off 1 s, 2 s: the first PUT and at most two more; a worker that does not wait sends hundreds.
+    EXPECT_LE(record_puts.load(), 4);
+    const int while_full = record_puts;
+
+    std::filesystem::remove(filler);
+    std::optional<UploadRow> row;
+    for (int i = 0; i < 600; ++i) {  // the next attempt, after at most max_backoff: here 4 s
+      row = index.get_upload(r.id);
+      if (row && row->state == "done") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_TRUE(row);
+    EXPECT_EQ(row->state, "done") << row->last_error;
+    EXPECT_GT(record_puts.load(), while_full);
+    uploader.stop();
+  }
+}
+
+// `dumpctl delete` of a dump whose core is half uploaded (a multipart upload begun, a part
+// refused): the row ends "skipped" (never resurrected, the queue goes on) and the multipart upload
+// is aborted: nothing else would ever free its stored parts.
+TEST(Uploader, ADumpDeletedMidMultipartAbortsTheUpload) {
+  char tmpl[] = "/tmp/cd-uploader-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string store = tmpl;
+  std::atomic<int> parts{0}, aborts{0};
+  test::LoopbackHttp s3([&](int fd, const std::string& request) {
+    const std::string line = request.substr(0, request.find('\r'));
+    if (line.rfind("POST ", 0) == 0 && line.find("?uploads") != std::string::npos) {
+      const std::string xml = "<InitiateMultipartUploadResult><UploadId>U1</UploadId></InitiateMultipartUploadResult>";
+      test::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(xml.size()) + "\r\n\r\n" + xml);
+    } else if (line.rfind("PUT ", 0) == 0 && line.find("partNumber=") != std::string::npos) {
+      ++parts;
+      test::send_all(fd, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n");
+    } else {
+      if (line.rfind("DELETE ", 0) == 0 && line.find("uploadId=U1") != std::string::npos) ++aborts;
+      test::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+    }
+  });
+  ::setenv("AWS_ACCESS_KEY_ID", "AKIDTEST", 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+  {
+    Index index(store, /*writable=*/true);
+    DumpRecord r;
+    r.id = "00000000000000000000000000de1e7e";
+    r.state = DumpState::Complete;
+    r.timestamp_us = now_epoch_us() + 60'000'000;
+    r.pid = 8;
+    r.comm = "deleted";
+    r.path = r.id + ".core";
+    std::ofstream(store + "/" + r.path) << std::string(4096, 'c');
+    r.core_size = r.stored_size = 4096;
+    index.insert(r);
+
+    auto config = std::make_shared<Config>();
+    config->upload.endpoint = s3.endpoint();
+    config->upload.host_id = "h1";
+    config->upload.part_bytes = 1024;  // 4 parts (the configuration's 5 MiB floor is not checked here)
+    config->defaults.upload = UploadMode::Core;
+    const UniqueFd dirfd(::open(store.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    Stats stats;
+    upload::Uploader uploader(index, dirfd.get(), stats, [config] { return config; }, 1);
+    uploader.wake();
+    for (int i = 0; i < 600 && parts == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_GT(parts.load(), 0) << "no part reached the endpoint";
+    EXPECT_EQ(delete_dump(index, dirfd.get(), r.id, {}).status, DeleteStatus::Deleted);
+    std::optional<UploadRow> row;
+    for (int i = 0; i < 600; ++i) {
+      row = index.get_upload(r.id);
+      if (row && row->state == "skipped") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    uploader.stop();
+    ASSERT_TRUE(row);
+    EXPECT_EQ(row->state, "skipped") << row->last_error;
+    EXPECT_EQ(aborts.load(), 1);
+    EXPECT_TRUE(row->upload_id.empty()) << row->upload_id;
+    EXPECT_FALSE(index.get(r.id));
+  }
+  std::filesystem::remove_all(store);
+}
+
+}  // namespace
+}  // namespace coredumpd
