@@ -9,6 +9,8 @@
 #   build/tsan/tests/unit/index_test, dump_budget_test     (the index's group commit; the budget's waiters)
 #   build/tsan/tests/e2e/upload_e2e_test                   (the uploader's workers beside the dump path; root,
 #                                                            a real radosgw and PostgreSQL, real crashes)
+#   build/tsan/tests/integration/uploader_test             (the workers' back-off on a full store, a dump
+#                                                            deleted mid-upload; root for the tmpfs)
 #
 #   scripts/tsan.sh [GTEST_FILTER]
 #
@@ -30,7 +32,7 @@ if [[ ${TSAN_SKIP_DEPS:-0} != 1 ]]; then
 fi
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan --target fake_kernel_test fake_kernel_daemon_test reload_test forward_test storm_test spool_test arena_pool_test core_writer_test \
-  index_test dump_budget_test journal_queue_test upload_e2e_test ${TSAN_JOBS:+-j "$TSAN_JOBS"}
+  index_test dump_budget_test journal_queue_test upload_e2e_test uploader_test ${TSAN_JOBS:+-j "$TSAN_JOBS"}
 [[ ${COREDUMPD_BUILD_ONLY:-0} != 1 ]] || exit 0  # scripts/test.sh builds this beside the ASan tests
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/coredumpd-tsan.XXXXXX")
@@ -41,7 +43,7 @@ failed=0
 for t in tests/fake_kernel/fake_kernel_test tests/integration/fake_kernel_daemon_test tests/integration/reload_test \
          tests/integration/forward_test tests/integration/storm_test tests/unit/spool_test tests/unit/arena_pool_test \
          tests/unit/core_writer_test tests/unit/index_test tests/unit/dump_budget_test tests/unit/journal_queue_test \
-         tests/e2e/upload_e2e_test; do
+         tests/e2e/upload_e2e_test tests/integration/uploader_test; do
   name=$(basename "$t")
   echo "=== $name"
   if build/tsan/"$t" --gtest_filter="$filter" --gtest_brief=1 >"$work/$name.log" 2>&1; then
