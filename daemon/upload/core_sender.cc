@@ -48,7 +48,15 @@ S3Result send_core(S3Client& s3, int fd, std::uint64_t size, std::uint64_t part_
     if (row.upload_id.empty()) {
       S3Result c = s3.create_multipart(row.object_key, &row.upload_id);
       if (!c.ok) return c;
-      persist(row);
+      try {
+        persist(row);
+      } catch (...) {
+        // Not recorded (a full or read-only store), so never resumed nor aborted later: abort it
+        // now (one try), or each retry would leave one more upload whose parts are kept for ever.
+        (void)s3.abort_multipart(row.object_key, row.upload_id);
+        row.upload_id.clear();
+        throw;
+      }
     }
     const int parts = static_cast<int>((size + part_bytes - 1) / part_bytes);
     std::vector<S3Client::Part> done;

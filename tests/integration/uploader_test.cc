@@ -108,6 +108,75 @@ TEST(Uploader, AFullStoreBacksOffAndLosesNothing) {
   }
 }
 
+// The store fills up between creating a multipart upload and recording its id: the id would be
+// lost (never resumed, never aborted) and each retry would leave one more upload whose parts S3
+// keeps. Each one is aborted, and once there is room the core goes up in one upload.
+TEST(Uploader, AMultipartUploadTheStoreCannotRecordIsAborted) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  const TmpfsDir dir("size=4m,mode=0700");
+  ASSERT_TRUE(!dir.path.empty() && dir.error.empty()) << dir.path << ": " << dir.error;
+  const std::string store = dir.path;
+  const std::string filler = store + "/filler";
+  std::atomic<int> created{0}, aborted{0}, completed{0};
+  std::atomic<bool> full{true};
+  test::LoopbackHttp s3([&](int fd, const std::string& request) {
+    const std::string line = request.substr(0, request.find('\r'));
+    if (line.rfind("POST ", 0) == 0 && line.find("?uploads") != std::string::npos) {
+      const int n = ++created;
+      if (full) fill_up(filler);  // the store is full when the new upload id is to be recorded
+      const std::string xml = "<InitiateMultipartUploadResult><UploadId>U" + std::to_string(n) +
+                              "</UploadId></InitiateMultipartUploadResult>";
+      test::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(xml.size()) + "\r\n\r\n" + xml);
+      return;
+    }
+    if (line.rfind("DELETE ", 0) == 0 && line.find("uploadId=U") != std::string::npos) ++aborted;
+    if (line.rfind("POST ", 0) == 0 && line.find("uploadId=U") != std::string::npos) ++completed;
+    test::send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nETag: \"e\"\r\n\r\n");
+  });
+  ::setenv("AWS_ACCESS_KEY_ID", "AKIDTEST", 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "secret", 1);
+  {
+    Index index(store, /*writable=*/true);
+    DumpRecord r;
+    r.id = "000000000000000000000000000f0115";
+    r.state = DumpState::Complete;
+    r.timestamp_us = now_epoch_us() + 60'000'000;
+    r.pid = 9;
+    r.comm = "full-multipart";
+    r.path = r.id + ".core";
+    std::ofstream(store + "/" + r.path) << std::string(4096, 'c');
+    r.core_size = r.stored_size = 4096;
+    index.insert(r);
+
+    auto config = std::make_shared<Config>();
+    config->upload.endpoint = s3.endpoint();
+    config->upload.host_id = "h1";
+    config->upload.part_bytes = 1024;  // 4 parts (the configuration's 5 MiB floor is not checked here)
+    config->upload.max_backoff = std::chrono::seconds(1);
+    config->defaults.upload = UploadMode::Core;
+    const UniqueFd dirfd(::open(store.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    Stats stats;
+    upload::Uploader uploader(index, dirfd.get(), stats, [config] { return config; }, 1);
+    uploader.wake();
+    for (int i = 0; i < 600 && created < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_GE(created.load(), 2) << "no retry of the upload's creation";
+    full = false;
+    std::filesystem::remove(filler);
+    std::optional<UploadRow> row;
+    for (int i = 0; i < 600; ++i) {
+      row = index.get_upload(r.id);
+      if (row && row->state == "done") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    uploader.stop();
+    ASSERT_TRUE(row);
+    EXPECT_EQ(row->state, "done") << row->last_error;
+    EXPECT_EQ(completed.load(), 1);
+    // Every upload created but the one completed was aborted.
+    EXPECT_EQ(aborted.load(), created.load() - 1);
+  }
+}
+
 // `dumpctl delete` of a dump whose core is half uploaded (a multipart upload begun, a part
 // refused): the row ends "skipped" (never resurrected, the queue goes on) and the multipart upload
 // is aborted: nothing else would ever free its stored parts.
