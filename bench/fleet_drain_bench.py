@@ -36,15 +36,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_bench  # noqa: E402
 from run_bench import Coredumpd, CorePattern, Crasher, Crashers, log  # noqa: E402
-from upload_bench import ACCESS, SECRET, SCRIPTS, ceph_env  # noqa: E402
+from upload_bench import SCRIPTS, ceph_env, write_credentials  # noqa: E402
 
 
 def write_config(path, workdir, endpoint, conninfo, concurrency, analysis):
     """A coredumpd configuration: rule "upload": "metadata"; endpoint "" pauses the uploader."""
-    creds = os.path.join(workdir, "s3-credentials")
-    with open(creds, "w") as f:
-        f.write(f"[default]\naws_access_key_id = {ACCESS}\naws_secret_access_key = {SECRET}\n")
-    os.chmod(creds, 0o600)
+    creds = write_credentials(workdir)
     with open(path, "w") as f:
         json.dump({"analysis": {"enabled": analysis}, "defaults": {"upload": "metadata"},
                    "upload": {"endpoint": endpoint, "bucket": "bench", "region": "default", "credentials_file": creds,

@@ -41,11 +41,17 @@ def ceph_env(ceph_dir, port_base):
                 OSD_PORT_MIN=str(port_base + 100), S3_ACCESS_KEY=ACCESS, S3_SECRET_KEY=SECRET)
 
 
-def upload_config(path, endpoint, workdir, concurrency, bandwidth):
+def write_credentials(workdir):
+    """The cluster's S3 key in an AWS credentials file (root only, as coredumpd requires); its path."""
     creds = os.path.join(workdir, "s3-credentials")
     with open(creds, "w") as f:
         f.write(f"[default]\naws_access_key_id = {ACCESS}\naws_secret_access_key = {SECRET}\n")
     os.chmod(creds, 0o600)
+    return creds
+
+
+def upload_config(path, endpoint, workdir, concurrency, bandwidth):
+    creds = write_credentials(workdir)
     with open(path, "w") as f:
         json.dump({"analysis": {"enabled": False}, "defaults": {"upload": "core"},
                    "upload": {"endpoint": endpoint, "bucket": "bench", "region": "default", "credentials_file": creds,
