@@ -12,8 +12,8 @@
 #include <algorithm>
 
 #include "cli/analysis_commands.h"
-#include "cli/commands_fleet.h"
 #include "cli/commands_status.h"
+#include "cli/fleet_launch.h"
 #include "cli/format.h"
 #include "cli/store_commands.h"
 #include "cli/options.h"
@@ -51,7 +51,7 @@ std::size_t parse_rows(const std::string& v) {
 
 }  // namespace
 
-int dumpctl_main(const std::vector<std::string>& all_args, const Io& io) {
+int dumpctl_main(const std::vector<std::string>& all_args, const Io& io, const ExtraVerbFactory& fleet) {
   CLI::App app{"dumpctl: list and retrieve coredumps stored by coredumpd, as coredumpctl does", "dumpctl"};
   app.fallthrough();  // options may also follow the command name (inherited by subcommands)
   app.require_subcommand(0, 1);
@@ -140,7 +140,9 @@ int dumpctl_main(const std::vector<std::string>& all_args, const Io& io) {
   const StoreCommands store_commands(app);  // du, vacuum, verify
   const AnalysisCommands analysis_commands(app, sel);  // analyze, signatures
   const VerbCommands verb_commands(app, sel);  // delete, export
-  const FleetCommands fleet_commands(app);  // fleet top, crashes, fetch
+  // fleet top, crashes, fetch: dumpctl-fleet's (a placeholder here, see cli/fleet_launch.h)
+  const std::unique_ptr<ExtraVerb> fleet_commands = fleet ? fleet(app) : nullptr;
+  CLI::App* const fleet_launcher = fleet ? nullptr : add_fleet_launcher(app);
 
   std::vector<const char*> argv;
   argv.reserve(args.size());
@@ -151,6 +153,7 @@ int dumpctl_main(const std::vector<std::string>& all_args, const Io& io) {
     return app.exit(e, io.out, io.err) == 0 ? 0 : 1;
   }
 
+  if (fleet_launcher != nullptr && *fleet_launcher) return exec_fleet_program(all_args, io);  // it checks the options
   if (test_stall) {
     io.err << "dumpctl: " << kTestStallFlag << ": a test hook; a core written now stops after its first write\n";
     set_test_stall_after_first_write(true);
@@ -172,7 +175,10 @@ int dumpctl_main(const std::vector<std::string>& all_args, const Io& io) {
     if (*status) return cmd_status(global, status_opts, io);
     if (const auto rc = store_commands.run(global, io)) return *rc;
     if (const auto rc = analysis_commands.run(global, sel, io)) return *rc;
-    if (const auto rc = fleet_commands.run(sel, dump_opts.output, io)) return *rc;
+    if (fleet_commands) {
+      if (const auto rc = fleet_commands->run(sel, dump_opts.output, io)) return *rc;
+      throw DumpctlError(std::string(kFleetProgram) + " runs `dumpctl fleet` only: run dumpctl");
+    }
     if ((*dump || *debug) && sel.field) throw DumpctlError("Option --field/-F only makes sense with list");
     if (*info) {
       info_opts.select = std::move(sel);

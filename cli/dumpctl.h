@@ -1,6 +1,8 @@
 // dumpctl's commands as a library: the CLI (main.cc) and the tests call dumpctl_main().
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <stdexcept>
@@ -8,6 +10,10 @@
 #include <vector>
 
 #include "store/query_protocol.h"
+
+namespace CLI {
+class App;
+}
 
 namespace coredumpd::cli {
 
@@ -139,9 +145,26 @@ int cmd_debug(const GlobalOptions& g, const DebugOptions& o, const Io& io);
 /// (cli/dump_source.h): the store directly, or the daemon's query service for users who are not
 /// root, which shows them their own dumps only.
 ///
+/// A verb that a program other than dumpctl adds to dumpctl's command line: dumpctl-fleet's `fleet`
+/// (cli/fleet/commands_fleet.h), whose libraries dumpctl does not link.
+class ExtraVerb {
+ public:
+  virtual ~ExtraVerb() = default;
+  /// The exit code of the verb, or std::nullopt if it was not given. `sel` and `output` are
+  /// dumpctl's -S/-U/-n/--json/--no-legend and -o.
+  virtual std::optional<int> run(const SelectOptions& sel, const std::string& output, const Io& io) const = 0;
+};
+
+/// Registers an ExtraVerb on dumpctl's CLI11 app (which outlives it).
+using ExtraVerbFactory = std::function<std::unique_ptr<ExtraVerb>(CLI::App& app)>;
+
 /// Parses a full command line (`args[0]` is the program name) with CLI11 and runs the command;
 /// no command means `list`. Every exception becomes "dumpctl: <message>" on `io.err` and exit code
 /// 1; --help prints to `io.out` and returns 0; usage errors return 1.
-int dumpctl_main(const std::vector<std::string>& args, const Io& io);
+///
+/// Without `fleet`, `fleet` is a placeholder that execs dumpctl-fleet with `args`
+/// (exec_fleet_program(), cli/fleet_launch.h). dumpctl-fleet passes `fleet`, the real verb, and
+/// runs nothing else (other verbs: an error that names dumpctl).
+int dumpctl_main(const std::vector<std::string>& args, const Io& io, const ExtraVerbFactory& fleet = {});
 
 }  // namespace coredumpd::cli

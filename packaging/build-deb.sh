@@ -17,7 +17,7 @@ flock 9
 # break on a newer compiler's new warnings.
 (cd "$src" && cmake --preset release -DCOREDUMPD_WERROR="${COREDUMPD_WERROR:-OFF}" >/dev/null)
 # Everything the package installs (cpack fails on a missing install() target).
-ninja -C "$build" coredumpd dumpctl coredumpd-analyze man-pages package-changelog
+ninja -C "$build" coredumpd dumpctl dumpctl-fleet coredumpd-analyze man-pages package-changelog
 [[ ${COREDUMPD_BUILD_ONLY:-0} != 1 ]] || exit 0  # scripts/test.sh builds the tree beside the tests
 grep -q 'CPACK_GENERATOR "DEB"' "$build/CPackConfig.cmake" 2>/dev/null ||
   { echo "build-deb: no CPack DEB config; add include(packaging/CPackConfig.cmake) to CMakeLists.txt" >&2; exit 1; }
@@ -35,6 +35,7 @@ expected=$(sort <<'LIST'
 /usr/lib/systemd/system/coredumpd.socket
 /usr/lib/tmpfiles.d/coredumpd.conf
 /usr/libexec/coredumpd/coredumpd-analyze
+/usr/libexec/coredumpd/dumpctl-fleet
 /usr/sbin/coredumpd
 /usr/share/bash-completion/completions/dumpctl
 /usr/share/doc/coredumpd/changelog.gz

@@ -9,8 +9,8 @@
 #   scripts/fleet-demo.sh [BUILD_DIR]       (default: build/dev of this checkout; run as root)
 #
 # Needs: root and Linux 6.17+ (core_pattern "@@"), the packages of scripts/install-deps.sh (ceph-mon
-# ceph-osd radosgw ceph-common postgresql), and coredumpd, coredumpd-analyze, dumpctl and
-# tests/programs/crasher built in BUILD_DIR. KEEP=1 keeps the temporary directory (logs).
+# ceph-osd radosgw ceph-common postgresql), and coredumpd, coredumpd-analyze, dumpctl (with the
+# dumpctl-fleet beside it, which `dumpctl fleet` runs) and tests/programs/crasher built in BUILD_DIR. KEEP=1 keeps the temporary directory (logs).
 # core_pattern is global: it is changed only under /run/lock/coredumpd-core_pattern.lock, as the
 # tests do, and restored on exit.
 set -euo pipefail
@@ -20,6 +20,7 @@ BUILD=$(cd "${1:-$SRC/build/dev}" && pwd)
 COREDUMPD=$BUILD/daemon/coredumpd
 ANALYZER=$BUILD/analyzer/coredumpd-analyze
 DUMPCTL=$BUILD/cli/dumpctl
+DUMPCTL_FLEET=$BUILD/cli/dumpctl-fleet
 CRASHER=$BUILD/tests/programs/crasher
 WAIT_S=${WAIT_S:-180}  # the longest any one step may take (an analysis, an upload)
 
@@ -29,7 +30,7 @@ grep -qw socket /proc/sys/kernel/core_modes 2>/dev/null || skip "the kernel has 
 for p in ceph-mon ceph-osd radosgw radosgw-admin /usr/lib/postgresql/15/bin/initdb psql; do
   command -v "$p" >/dev/null || skip "$p is missing (scripts/install-deps.sh)"
 done
-for b in "$COREDUMPD" "$ANALYZER" "$DUMPCTL" "$CRASHER"; do [[ -x $b ]] || skip "$b is not built"; done
+for b in "$COREDUMPD" "$ANALYZER" "$DUMPCTL" "$DUMPCTL_FLEET" "$CRASHER"; do [[ -x $b ]] || skip "$b is not built"; done
 
 T=$(mktemp -d /tmp/cdfleet.XXXXXX)
 chmod 755 "$T"  # the analyzer runs as nobody

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cli/commands_fleet.h"
+#include "cli/fleet/commands_fleet.h"
 #include "cli/core_file.h"
 #include "cli/format.h"
 #include "cli/json_output.h"

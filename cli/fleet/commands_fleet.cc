@@ -4,13 +4,14 @@
 // std::string (see cli/dumpctl.cc); before every include.
 #pragma GCC diagnostic ignored "-Wnull-dereference"
 
-#include "cli/commands_fleet.h"
+#include "cli/fleet/commands_fleet.h"
 
 #include <CLI/CLI.hpp>
 
 #include <limits>
 
-#include "cli/fleet_settings.h"
+#include "cli/fleet/fleet_settings.h"
+#include "cli/fleet_launch.h"
 #include "cli/format.h"
 #include "cli/json_output.h"
 #include "cli/table.h"
@@ -98,7 +99,7 @@ int cmd_fleet_crashes(FleetIndex& index, const std::string& signature, const Sel
 }
 
 FleetCommands::FleetCommands(CLI::App& app) {
-  fleet_ = app.add_subcommand("fleet", "The crashes of every host: the fleet index (PostgreSQL) and cores in S3");
+  fleet_ = app.add_subcommand("fleet", kFleetDescription);
   fleet_->require_subcommand(1);
   fleet_->add_option("--database", opts_.database,
                      "libpq connection string of the fleet index (default: upload.fleet_conninfo of the configuration)");

@@ -1,6 +1,6 @@
 // `dumpctl fleet`: the crashes of every host, from the fleet index in PostgreSQL
 // (fleet/fleet_index.h) and the cores in S3 (s3/s3_client.h) that the daemons' uploaders filled
-// (issue 26 item 3). Declared apart from dumpctl.h, wired in as AnalysisCommands is.
+// (issue 26 item 3). Built into dumpctl-fleet (cli/fleet/main.cc), which dumpctl execs.
 #pragma once
 
 #include <cstdint>
@@ -65,8 +65,9 @@ void require_fleet_core(const FleetRecord& r);
 /// time as "time" (µs since the epoch), byte strings that are not UTF-8 as byte arrays.
 nlohmann::json fleet_record_json(const FleetRecord& r);
 
-/// Registers `fleet` (verbs top, crashes, fetch) on a dumpctl CLI11 app and runs it when parsed.
-class FleetCommands {
+/// Registers `fleet` (verbs top, crashes, fetch) on a dumpctl CLI11 app and runs it when parsed
+/// (dumpctl-fleet's; dumpctl has a placeholder that execs it, cli/fleet_launch.h).
+class FleetCommands : public ExtraVerb {
  public:
   /// Adds the subcommand to `app` (which must outlive this object).
   explicit FleetCommands(CLI::App& app);
@@ -74,7 +75,7 @@ class FleetCommands {
   FleetCommands& operator=(const FleetCommands&) = delete;
   /// The exit code of the parsed fleet verb, or std::nullopt if `fleet` was not given. `sel` and
   /// `output` are dumpctl's -S/-U/-n/--json and -o.
-  std::optional<int> run(const SelectOptions& sel, const std::string& output, const Io& io) const;
+  std::optional<int> run(const SelectOptions& sel, const std::string& output, const Io& io) const override;
 
  private:
   CLI::App* fleet_ = nullptr;

@@ -1,4 +1,4 @@
-#include "cli/fleet_settings.h"
+#include "cli/fleet/fleet_settings.h"
 
 #include <algorithm>
 #include <filesystem>

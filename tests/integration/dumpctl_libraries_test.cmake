@@ -1,0 +1,53 @@
+# Fails if dumpctl would load the fleet verbs' libraries (cli/fleet_launch.h):
+#   cmake -DDUMPCTL=path -DDUMPCTL_FLEET=path -DREADELF=readelf -P dumpctl_libraries_test.cmake
+# dumpctl's own DT_NEEDED (readelf -d) must name none of libpq, libcurl, libxml2, and nothing it
+# loads (ldd) may be libpq or libcurl. libxml2 may still come in through libarchive (`export`:
+# Debian's libarchive links it for the xar format). dumpctl-fleet must need libpq and libcurl, or
+# this test would prove nothing.
+cmake_minimum_required(VERSION 3.25)
+if(NOT READELF)
+  find_program(READELF readelf REQUIRED)
+endif()
+
+function(needed program out)
+  execute_process(COMMAND ${READELF} -d --wide ${program} OUTPUT_VARIABLE dyn RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${READELF} -d ${program} failed (${rc})")
+  endif()
+  string(REGEX MATCHALL "\\(NEEDED\\)[^\n]*\\[([^]\n]+)\\]" lines "${dyn}")
+  set(names "")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE ".*\\[([^]]+)\\].*" "\\1" name "${line}")
+    list(APPEND names ${name})
+  endforeach()
+  set(${out} "${names}" PARENT_SCOPE)
+endfunction()
+
+needed(${DUMPCTL} dumpctl_needed)
+needed(${DUMPCTL_FLEET} fleet_needed)
+if(NOT dumpctl_needed MATCHES "libc\\.so")
+  message(FATAL_ERROR "no DT_NEEDED read from ${DUMPCTL}: ${dumpctl_needed}")
+endif()
+foreach(lib libpq libcurl libxml2)
+  if(dumpctl_needed MATCHES "(^|;)${lib}[.-]")
+    message(FATAL_ERROR "dumpctl links ${lib} (DT_NEEDED: ${dumpctl_needed}); only dumpctl-fleet may")
+  endif()
+endforeach()
+foreach(lib libpq libcurl)
+  if(NOT fleet_needed MATCHES "(^|;)${lib}[.-]")
+    message(FATAL_ERROR "dumpctl-fleet does not link ${lib} (DT_NEEDED: ${fleet_needed})")
+  endif()
+endforeach()
+
+execute_process(COMMAND ldd ${DUMPCTL} OUTPUT_VARIABLE loaded RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "ldd ${DUMPCTL} failed (${rc})")
+endif()
+foreach(lib libpq libcurl)
+  if(loaded MATCHES "(^|[ \t\n])${lib}[.-]")
+    message(FATAL_ERROR "dumpctl loads ${lib} through another library:\n${loaded}")
+  endif()
+endforeach()
+string(REGEX MATCHALL "\n" lines "${loaded}")
+list(LENGTH lines count)
+message(STATUS "dumpctl: DT_NEEDED ${dumpctl_needed}; ${count} lines of ldd")
