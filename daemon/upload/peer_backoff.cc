@@ -95,4 +95,12 @@ PeerBackoff::Change PeerBackoff::report(PeerAnswer answer, bool probe, std::chro
   return change;
 }
 
+bool PeerBackoff::reset() {
+  std::lock_guard lock(mu_);
+  const bool was = open_;
+  open_ = false;
+  failures_ = 0;
+  return was;
+}
+
 }  // namespace coredumpd::upload

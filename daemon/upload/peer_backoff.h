@@ -56,6 +56,9 @@ class PeerBackoff {
   /// closed breaker (back-off 1 s) or, from the probe, doubles the back-off up to `max_backoff`;
   /// Answered closes it; None gives a probe back (another worker may probe at once).
   Change report(PeerAnswer answer, bool probe, std::chrono::seconds max_backoff);
+  /// Closes it without a probe: the peer's settings changed (a reload with a corrected endpoint),
+  /// so what it learned is about another peer. True if it was open. A probe out reports to it closed.
+  bool reset();
 
  private:
   std::int64_t delay_us(int failures, std::chrono::seconds max_backoff);

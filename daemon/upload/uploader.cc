@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -148,6 +149,19 @@ void Uploader::on_gate(Peer p, const PeerBackoff::Change& change, const std::str
   }
 }
 
+void Uploader::follow_settings(const UploadSettings& s) {
+  const std::string s3 = s.endpoint + "\n" + s.bucket + "\n" + s.region;
+  bool s3_changed = false, fleet_changed = false;
+  {
+    std::lock_guard lock(mu_);
+    s3_changed = std::exchange(s3_peer_, s3) != s3;
+    fleet_changed = std::exchange(fleet_peer_, s.fleet_conninfo) != s.fleet_conninfo;
+  }
+  if (s3_changed && s3_gate_.reset()) spdlog::info("upload: the S3 settings changed; the new endpoint is tried at once");
+  if (fleet_changed && fleet_gate_.reset())
+    spdlog::info("upload: upload.fleet_conninfo changed; the fleet index is tried at once");
+}
+
 void Uploader::work(std::stop_token stop) {
   ::pthread_setname_np(::pthread_self(), "cd-upload");
   lower_priority();
@@ -166,6 +180,7 @@ void Uploader::work(std::stop_token stop) {
     }
     // The index outside mu_: wake() is called from the dump threads and must not wait for SQLite.
     if (!config->upload.endpoint.empty()) {
+      follow_settings(config->upload);
       try {
         if (!index_.writable()) throw IndexError("the index is read-only");
         // One filler at a time (no two queue the same candidates); any idle worker may be it.

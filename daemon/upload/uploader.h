@@ -64,6 +64,8 @@ class Uploader {
   PeerBackoff& gate(Peer p) { return p == Peer::S3 ? s3_gate_ : fleet_gate_; }
   /// Logs and counts what a report to the breaker of `p` changed; wakes the workers when it closed.
   void on_gate(Peer p, const PeerBackoff::Change& change, const std::string& reason, const Config& c);
+  /// Closes a gate whose peer's settings changed (a reload): the new endpoint is tried at once.
+  void follow_settings(const UploadSettings& s);
 
   Index& index_;
   int store_dirfd_;
@@ -78,6 +80,7 @@ class Uploader {
   bool stopped_ = false;
   PeerBackoff s3_gate_;              ///< S3's breaker, shared by the workers
   PeerBackoff fleet_gate_;           ///< the fleet index's
+  std::string s3_peer_, fleet_peer_;  ///< what each gate is about (settings), guarded by mu_
   std::vector<std::jthread> workers_;  ///< last: started once the rest exists
 };
 

@@ -136,5 +136,18 @@ TEST(PeerBackoff, AMaximumBelowOneSecondIsOneSecond) {
   EXPECT_LE(f.gate.wait_us(), kS);
 }
 
+TEST(PeerBackoff, AResetClosesItAndAProbeStillOutChangesNothing) {
+  Fixture f;
+  EXPECT_FALSE(f.gate.reset());
+  f.open();
+  f.now += kS;
+  ASSERT_EQ(f.gate.admit(), Admit::Probe);
+  EXPECT_TRUE(f.gate.reset());  // a reload with another endpoint
+  EXPECT_EQ(f.gate.admit(), Admit::Pass);
+  // The old endpoint's probe answers late: a failure reopens it (the new one is down too), a success is nothing new.
+  EXPECT_EQ(f.gate.report(PeerAnswer::Answered, true, kMax).kind, Kind::None);
+  EXPECT_EQ(f.gate.admit(), Admit::Pass);
+}
+
 }  // namespace
 }  // namespace coredumpd::upload
