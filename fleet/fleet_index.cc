@@ -104,7 +104,7 @@ struct FleetIndex::Impl {
       if (PQstatus(conn) != CONNECTION_OK) {
         std::string why = PQerrorMessage(conn);
         while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-        throw FleetIndexError(std::string(first.what()) + "; reconnecting failed: " + why);
+        throw FleetIndexError(std::string(first.what()) + "; reconnecting failed: " + why, /*unreachable=*/true);
       }
       return pg_exec(conn, what, sql, params, cancelled);
     }
@@ -121,7 +121,7 @@ FleetIndex::FleetIndex(const std::string& conninfo) : impl_(new Impl) {
     if (PQstatus(impl_->conn) != CONNECTION_OK) {
       std::string why = PQerrorMessage(impl_->conn);
       while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-      throw FleetIndexError("fleet index: cannot connect: " + why);
+      throw FleetIndexError("fleet index: cannot connect: " + why, /*unreachable=*/true);
     }
     // "relation already exists, skipping" and the like: expected, not for stderr.
     PQsetNoticeProcessor(impl_->conn, ignore_notice, nullptr);

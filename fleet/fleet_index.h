@@ -50,12 +50,17 @@ struct FleetSignature {
   std::vector<std::string> versions;  ///< distinct packages (or exe build-ids when no package)
 };
 
+/// A fleet index failure, with libpq's message. `unreachable`: the server itself could not be
+/// reached or the connection was lost (and reconnecting failed), as opposed to a statement the
+/// server refused (a lock or statement timeout, a constraint): the uploader's breaker tells them apart.
 class FleetIndexError : public std::exception {
  public:
-  explicit FleetIndexError(std::string what) : what_(std::move(what)) {}
+  explicit FleetIndexError(std::string what, bool unreachable = false) : what_(std::move(what)), unreachable_(unreachable) {}
   const char* what() const noexcept override { return what_.c_str(); }
+  bool unreachable() const noexcept { return unreachable_; }
  private:
   std::string what_;
+  bool unreachable_ = false;
 };
 
 /// A connection to the fleet database (libpq `conninfo`, e.g. "host=/tmp/pg dbname=fleet").

@@ -57,7 +57,8 @@ PgResult pg_exec(PGconn* conn, const char* what, const std::string& sql, const P
   std::string msg = r ? PQresultErrorMessage(r.get()) : "";
   if (msg.empty()) msg = PQerrorMessage(conn);
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-  throw FleetIndexError(std::string("fleet index: ") + what + ": " + msg);
+  // A connection lost (the server went away mid-statement) rather than a statement refused.
+  throw FleetIndexError(std::string("fleet index: ") + what + ": " + msg, PQstatus(conn) == CONNECTION_BAD);
 }
 
 std::string pg_text(const PGresult* r, int row, int col) {

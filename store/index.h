@@ -182,6 +182,10 @@ class Index {
   std::optional<UploadRow> get_upload(const std::string& id) const;
   /// Rows neither done nor skipped whose next_try_us <= now_us, soonest first, at most `max`.
   std::vector<UploadRow> due_uploads(std::int64_t now_us, std::size_t max) const;
+  /// The same, counting only the rows `take` accepts (called under the index's lock: it must not
+  /// call the index). For the uploader, whose rows for a peer that is down are not to be taken.
+  std::vector<UploadRow> due_uploads(std::int64_t now_us, std::size_t max,
+                                     const std::function<bool(const UploadRow&)>& take) const;
   /// Rows neither done nor skipped; and the soonest next_try_us among them (0 if none).
   std::size_t uploads_waiting(std::int64_t* soonest_us = nullptr) const;
 

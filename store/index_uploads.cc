@@ -107,15 +107,22 @@ std::optional<UploadRow> Index::get_upload(const std::string& id) const {
 }
 
 std::vector<UploadRow> Index::due_uploads(std::int64_t now_us, std::size_t max) const {
+  return due_uploads(now_us, max, [](const UploadRow&) { return true; });
+}
+
+std::vector<UploadRow> Index::due_uploads(std::int64_t now_us, std::size_t max,
+                                          const std::function<bool(const UploadRow&)>& take) const {
   std::lock_guard lock(mu_);
   require_open();
   Stmt st(db_, path_, (std::string("SELECT ") + kColumns +
                        " FROM uploads WHERE state NOT IN ('done', 'skipped') AND next_try_us <= ?1"
-                       " ORDER BY next_try_us, queued_us LIMIT ?2").c_str());
+                       " ORDER BY next_try_us, queued_us").c_str());
   st.bind(1, now_us);
-  st.bind(2, static_cast<std::int64_t>(max));
   std::vector<UploadRow> out;
-  while (st.step("list due uploads")) out.push_back(read_row(st));
+  while (out.size() < max && st.step("list due uploads")) {
+    UploadRow row = read_row(st);
+    if (take(row)) out.push_back(std::move(row));
+  }
   return out;
 }
 

@@ -90,7 +90,8 @@ constexpr ConfigKey<UploadSettings> kUpload[] = {
      .apply = [](const KeyValue& v, UploadSettings& u) { u.fleet_conninfo = plain_string(v, true); },
      .write = [](const UploadSettings& u) -> json { return u.fleet_conninfo; }},
     integer_key<&UploadSettings::max_backoff>("max_backoff_s", 1, 86400,
-        "Longest wait between two attempts of one upload (the wait doubles from 1 s after each failure)."),
+        "Longest wait between two attempts of one upload, and between two probes of an endpoint (S3, the fleet index) "
+        "that is down (each wait doubles from 1 s after each failure)."),
 };
 
 }  // namespace

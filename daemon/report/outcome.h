@@ -44,6 +44,7 @@ enum class Outcome : std::size_t {
   Uploaded,        ///< on the way: a dump's upload was confirmed (objects in S3, row in the fleet index)
   UploadRetried,   ///< on the way: an upload attempt failed; the dump stays queued for another
   UploadDeferred,  ///< on the way: the upload queue was full; the dump waits in the index to be queued
+  UploadPeerDown,  ///< on the way: S3 or the fleet index became unavailable; its breaker opened (daemon/upload/peer_backoff.h)
   // The query service (daemon/query/): requests of users, not crashes.
   QueryServed,   ///< a query answered with "ok": true
   QueryRefused,  ///< a query answered with an error, or a client dropped by a limit (busy, too large, timeouts)
@@ -91,6 +92,7 @@ inline constexpr std::array<OutcomeInfo, kOutcomeCount> kOutcomes = {{
     {Outcome::Uploaded, "uploaded", "uploaded"},
     {Outcome::UploadRetried, "upload_retried", "upload retries"},
     {Outcome::UploadDeferred, "upload_deferred", "uploads deferred"},
+    {Outcome::UploadPeerDown, "upload_peer_down", "upload outages"},
     {Outcome::QueryServed, "query_served", ""},
     {Outcome::QueryRefused, "query_refused", ""},
     {Outcome::Deleted, "deleted", ""},

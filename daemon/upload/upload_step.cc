@@ -19,8 +19,24 @@ using namespace upload_state;
 
 StepResult step(StepResult::Kind kind) { return StepResult{kind, {}, true}; }
 
-StepResult failed(std::string error, bool retryable) {
-  return StepResult{StepResult::Kind::Failed, std::move(error), retryable};
+StepResult failed(std::string error, bool retryable, PeerAnswer answer = PeerAnswer::None) {
+  return StepResult{StepResult::Kind::Failed, std::move(error), retryable, answer};
+}
+
+StepResult answered(StepResult::Kind kind) { return StepResult{kind, {}, true, PeerAnswer::Answered}; }
+
+// The endpoint itself is unavailable (transport error: refused, reset, timed out, DNS; or 5xx,
+// 429 SlowDown), not one object refused (a 4xx, which the row's own back-off handles).
+PeerAnswer answer_of(const S3Result& r) {
+  if (!r.ok && r.retryable && (r.http_status == 0 || r.http_status >= 500 || r.http_status == 429))
+    return PeerAnswer::Unavailable;
+  return r.ok || r.http_status != 0 ? PeerAnswer::Answered : PeerAnswer::None;  // 0: cancelled, a local read
+}
+
+StepResult fleet_failed(Connections& conn, const FleetIndexError& e) {
+  conn.fleet.reset();  // reconnect at the next attempt (a restarted server)
+  return failed(e.what(), true,  // "fleet index: ..." already
+                e.unreachable() ? PeerAnswer::Unavailable : PeerAnswer::Answered);
 }
 
 // The worker's S3 client for settings `s`, made (credentials read again) when there is none or
@@ -57,7 +73,7 @@ FleetIndex& fleet_of(Connections& conn, const UploadSettings& s, std::stop_token
 // suspect, so the next attempt reads the credentials again.
 StepResult s3_failed(Connections& conn, const S3Result& r) {
   if (!r.retryable) conn.s3.reset();
-  return failed(r.error, r.retryable);
+  return failed(r.error, r.retryable, answer_of(r));
 }
 
 void finish(UploadRow& row, const char* state, std::int64_t now_us) {
@@ -68,18 +84,27 @@ void finish(UploadRow& row, const char* state, std::int64_t now_us) {
 
 }  // namespace
 
+Peer next_peer(const UploadRow& row, const UploadSettings& s) {
+  if (row.state == kFleet) return Peer::Fleet;
+  if (row.state == kQueued && row.mode == upload_mode_name(UploadMode::CoreIfNewSignature) && !s.fleet_conninfo.empty())
+    return Peer::Fleet;
+  return Peer::S3;
+}
+
 StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dirfd, Stats& stats, Connections& conn,
                     std::stop_token stop, std::int64_t now_us) {
   const UploadSettings& s = c.upload;
   const auto rec = index.get(row.id);
   if (!rec) {  // removed (retention's max_age, dumpctl delete) before it could be sent
     std::string aborted;
+    PeerAnswer abort_answer = PeerAnswer::None;
     if (!row.upload_id.empty()) {
       // A multipart upload begun for it: nothing else would ever free its stored parts. One try;
       // a store's lifecycle rule (AbortIncompleteMultipartUpload) is the backstop.
       std::string why;
       S3Client* s3 = s3_of(conn, s, stop, &why);
       const S3Result r = s3 ? s3->abort_multipart(row.object_key, row.upload_id) : S3Result{false, 0, false, why};
+      abort_answer = answer_of(r);
       aborted = r.ok || r.http_status == 404 ? "; its multipart upload aborted"
                                              : "; aborting its multipart upload " + row.upload_id + " failed: " + r.error;
       row.upload_id.clear();
@@ -87,7 +112,9 @@ StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dir
     finish(row, kSkipped, now_us);
     row.last_error = "the dump is no longer in the index" + aborted;
     index.save_upload(row);
-    return step(StepResult::Kind::Done);
+    StepResult done = step(StepResult::Kind::Done);
+    done.answer = abort_answer;
+    return done;
   }
   const HostIdentity host = host_identity(s);
   if (row.record_key.empty()) row.record_key = record_key(host.host_id, *rec);
@@ -108,9 +135,10 @@ StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dir
       try {
         row.mode = upload_mode_name(fleet_of(conn, s, stop).signature_has_core(rec->signature) ? UploadMode::Metadata : UploadMode::Core);
       } catch (const FleetIndexError& e) {
-        conn.fleet.reset();
-        return failed(std::string("fleet index: ") + e.what(), true);
+        return fleet_failed(conn, e);
       }
+      index.save_upload(row);
+      return answered(StepResult::Kind::Progress);
     }
     index.save_upload(row);
     return step(StepResult::Kind::Progress);
@@ -120,10 +148,11 @@ StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dir
     std::string why;
     S3Client* s3 = s3_of(conn, s, stop, &why);
     if (!s3) return failed(why, false);
+    bool sent = false;  // a request of this step answered: for the breaker
     if (!conn.bucket_ready) {
       const S3Result b = s3->create_bucket();
       if (!b.ok) return s3_failed(conn, b);
-      conn.bucket_ready = true;
+      conn.bucket_ready = sent = true;
     }
     if (row.state == kQueued) {
       row.object_key.clear();
@@ -140,12 +169,13 @@ StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dir
             index.save_upload(row);  // keeps a new multipart id even when a part failed
             return s3_failed(conn, r);
           }
+          sent = true;
         }
       }
       row.state = kRecord;
       row.last_error.clear();
       index.save_upload(row);
-      return step(StepResult::Kind::Progress);
+      return sent ? answered(StepResult::Kind::Progress) : step(StepResult::Kind::Progress);
     }
     const S3Result r = s3->put_object(row.record_key, record_body(host, *rec, row.object_key), "application/json");
     if (!r.ok) return s3_failed(conn, r);
@@ -153,12 +183,12 @@ StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dir
       finish(row, kDone, now_us);
       index.save_upload(row);
       stats.count(Outcome::Uploaded);
-      return step(StepResult::Kind::Done);
+      return answered(StepResult::Kind::Done);
     }
     row.state = kFleet;
     row.last_error.clear();
     index.save_upload(row);
-    return step(StepResult::Kind::Progress);
+    return answered(StepResult::Kind::Progress);
   }
 
   if (row.state == kFleet) {
@@ -168,13 +198,12 @@ StepResult run_step(UploadRow& row, const Config& c, Index& index, int store_dir
     try {
       fleet_of(conn, s, stop).upsert(fleet_record_of(host, *rec, row, state));
     } catch (const FleetIndexError& e) {
-      conn.fleet.reset();  // reconnect at the next attempt (a restarted server)
-      return failed(std::string("fleet index: ") + e.what(), true);
+      return fleet_failed(conn, e);
     }
     finish(row, kDone, now_us);
     index.save_upload(row);
     stats.count(Outcome::Uploaded);
-    return step(StepResult::Kind::Done);
+    return answered(StepResult::Kind::Done);
   }
   finish(row, kSkipped, now_us);
   row.last_error = "unknown upload state \"" + row.state + "\"";

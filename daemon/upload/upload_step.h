@@ -9,6 +9,7 @@
 #include <string>
 
 #include "daemon/policy/config.h"
+#include "daemon/upload/peer_backoff.h"
 #include "daemon/report/stats.h"
 #include "fleet/fleet_index.h"
 #include "s3/s3_client.h"
@@ -36,7 +37,16 @@ struct StepResult {
   } kind = Kind::Progress;
   std::string error;
   bool retryable = true;
+  PeerAnswer answer = PeerAnswer::None;  ///< what the peer of the step (next_peer()) did, for its breaker
 };
+
+/// The two peers of an upload, each with its own breaker: one down does not stop the other's steps.
+enum class Peer { S3, Fleet };
+
+/// The peer the next run_step() of `row` sends to, if it sends at all: the fleet index for the
+/// "fleet" step and for a "core-if-new-signature" row not yet resolved (it asks the fleet first),
+/// else S3.
+Peer next_peer(const UploadRow& row, const UploadSettings& s);
 
 /// Runs the next step of `row` (re-read from the index by the caller) with configuration `c`.
 /// Saves the row after each step that moved it. Throws IndexError when the index fails.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -105,13 +106,16 @@ void Uploader::fill(const Config& c, std::int64_t now_us) {
   }
 }
 
-std::optional<UploadRow> Uploader::claim(std::int64_t now_us, std::int64_t* soonest_us) {
+std::optional<UploadRow> Uploader::claim(const Config& c, std::int64_t now_us, std::int64_t* soonest_us) {
   std::size_t want = 0;
   {
     std::lock_guard lock(mu_);
     want = claimed_.size() + 1;
   }
-  for (auto& row : index_.due_uploads(now_us, want)) {
+  // A peer that is down: its rows stay as they are, the others (the other peer's steps) go on.
+  const bool s3 = s3_gate_.admits(), fleet = fleet_gate_.admits();
+  const auto take = [&](const UploadRow& r) { return next_peer(r, c.upload) == Peer::S3 ? s3 : fleet; };
+  for (auto& row : index_.due_uploads(now_us, want, take)) {
     std::lock_guard lock(mu_);
     if (claimed_.contains(row.id)) continue;
     claimed_.insert(row.id);
@@ -124,6 +128,38 @@ std::optional<UploadRow> Uploader::claim(std::int64_t now_us, std::int64_t* soon
 void Uploader::release(const std::string& id) {
   std::lock_guard lock(mu_);
   claimed_.erase(id);
+}
+
+void Uploader::on_gate(Peer p, const PeerBackoff::Change& change, const std::string& reason, const Config& c) {
+  const char* name = p == Peer::S3 ? "the S3 endpoint" : "the fleet index";
+  if (change.kind == PeerBackoff::Change::Kind::Opened) {
+    stats_.count(Outcome::UploadPeerDown);
+    std::size_t waiting = 0;
+    try {
+      waiting = index_.uploads_waiting();
+    } catch (const std::exception&) {  // the count is for the log line only
+    }
+    spdlog::warn("upload: {} is unavailable ({}); {} dump(s) waiting: uploads to it pause, one probe request after "
+                 "1, 2, 4, ... s (at most {} s)",
+                 name, reason, waiting, c.upload.max_backoff.count());
+  } else if (change.kind == PeerBackoff::Change::Kind::Closed) {
+    spdlog::info("upload: {} is available again after {:.1f} s ({} failed probe(s)); the queue drains", name,
+                 static_cast<double>(change.open_us) / 1e6, change.probes);
+    wake();
+  }
+}
+
+void Uploader::follow_settings(const UploadSettings& s) {
+  const std::string s3 = s.endpoint + "\n" + s.bucket + "\n" + s.region;
+  bool s3_changed = false, fleet_changed = false;
+  {
+    std::lock_guard lock(mu_);
+    s3_changed = std::exchange(s3_peer_, s3) != s3;
+    fleet_changed = std::exchange(fleet_peer_, s.fleet_conninfo) != s.fleet_conninfo;
+  }
+  if (s3_changed && s3_gate_.reset()) spdlog::info("upload: the S3 settings changed; the new endpoint is tried at once");
+  if (fleet_changed && fleet_gate_.reset())
+    spdlog::info("upload: upload.fleet_conninfo changed; the fleet index is tried at once");
 }
 
 void Uploader::work(std::stop_token stop) {
@@ -144,11 +180,12 @@ void Uploader::work(std::stop_token stop) {
     }
     // The index outside mu_: wake() is called from the dump threads and must not wait for SQLite.
     if (!config->upload.endpoint.empty()) {
+      follow_settings(config->upload);
       try {
         if (!index_.writable()) throw IndexError("the index is read-only");
         // One filler at a time (no two queue the same candidates); any idle worker may be it.
         if (std::unique_lock fl(fill_mu_, std::try_to_lock); fl) fill(*config, now);
-        row = claim(now, &soonest);
+        row = claim(*config, now, &soonest);
         warned_readonly = false;
       } catch (const std::exception& e) {
         if (!warned_readonly) spdlog::warn("upload queue: {}; retrying", e.what());
@@ -158,6 +195,9 @@ void Uploader::work(std::stop_token stop) {
     if (!row) {
       auto wait = std::chrono::duration_cast<std::chrono::microseconds>(kPoll);
       if (soonest > now) wait = std::min(wait, std::chrono::microseconds(soonest - now));
+      // Rows held back by a breaker are due already: wait for its next probe, not for them.
+      for (const Peer p : {Peer::S3, Peer::Fleet})
+        if (const std::int64_t g = gate(p).wait_us(); g > 0) wait = std::min(wait, std::chrono::microseconds(g));
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, stop, wait, [&] { return wakes_ != seen_wakes; });
       continue;
@@ -165,7 +205,21 @@ void Uploader::work(std::stop_token stop) {
     // Steps until the row is done, must wait, or fails.
     try {
       for (int steps = 0; steps < 8 && !stop.stop_requested(); ++steps) {
-        const StepResult r = run_step(*row, *config, index_, store_dirfd_, stats_, conn, stop, now_epoch_us());
+        // Each step asks its peer's breaker: a row whose record went to S3 waits for a fleet
+        // index that is down without being charged an attempt, and is not taken again until it is back.
+        const Peer peer = next_peer(*row, config->upload);
+        const PeerBackoff::Admit admit = gate(peer).admit();
+        if (admit == PeerBackoff::Admit::Wait) break;
+        const bool probe = admit == PeerBackoff::Admit::Probe;
+        StepResult r;
+        try {
+          r = run_step(*row, *config, index_, store_dirfd_, stats_, conn, stop, now_epoch_us());
+        } catch (...) {
+          if (probe) gate(peer).report(PeerAnswer::None, true, config->upload.max_backoff);  // the probe given back
+          throw;
+        }
+        on_gate(peer, gate(peer).report(r.answer, probe, config->upload.max_backoff), r.error, *config);
+        if (probe && r.answer == PeerAnswer::None) wake();  // another worker may probe at once
         if (r.kind == StepResult::Kind::Progress) continue;
         if (r.kind == StepResult::Kind::Failed && !stop.stop_requested()) {
           ++row->attempts;

@@ -169,6 +169,9 @@ TEST_F(Upload, RadosgwStoppedDuringAnUploadIsRetriedAfterItsRestart) {
   expect_object_is_core(row->object_key, *rec);
   EXPECT_EQ(objects_in_bucket(), 2) << "one core and one record: nothing lost, nothing twice";
   EXPECT_GE(count_of(daemon_->log(), "upload of dump " + rec->id + " failed"), 1);
+  // The endpoint-wide back-off (daemon/upload/peer_backoff.h): opened by the refused part, closed by a probe.
+  EXPECT_GE(count_of(daemon_->log(), "the S3 endpoint is unavailable"), 1) << daemon_->log();
+  EXPECT_GE(count_of(daemon_->log(), "the S3 endpoint is available again"), 1) << daemon_->log();
 }
 
 TEST_F(Upload, WrongCredentialsAreOneClearErrorAndKeepTheStore) {
@@ -238,6 +241,9 @@ TEST_F(Upload, PostgresRestartedLosesNoFleetRow) {
     EXPECT_EQ(f->core_bytes, rec->stored_size);
   }
   EXPECT_EQ(objects_in_bucket(), 4);
+  EXPECT_GE(count_of(daemon_->log(), "the fleet index is unavailable"), 1) << daemon_->log();
+  EXPECT_GE(count_of(daemon_->log(), "the fleet index is available again"), 1) << daemon_->log();
+  EXPECT_EQ(count_of(daemon_->log(), "the S3 endpoint is unavailable"), 0) << "S3 stayed up";
 }
 
 }  // namespace

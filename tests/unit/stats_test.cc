@@ -15,7 +15,7 @@ TEST(Stats, SummaryOfNothing) {
             "store unavailable 0, rate limited 0, forwarded 0, forward fallbacks 0, received forwarded 0, "
             "kept in fallback 0, moved from fallback 0, analyzed 0, analysis unavailable 0, analysis queue full 0, "
             "analysis not recorded 0, journal entries written 0, journal entries failed 0, uploaded 0, upload retries 0, "
-            "uploads deferred 0");
+            "uploads deferred 0, upload outages 0");
 }
 
 TEST(Stats, EachOutcomeHasItsOwnCounterAndLabel) {
@@ -29,7 +29,7 @@ TEST(Stats, EachOutcomeHasItsOwnCounterAndLabel) {
             "store unavailable 13, rate limited 14, forwarded 15, forward fallbacks 16, received forwarded 17, "
             "kept in fallback 20, moved from fallback 21, analyzed 22, analysis unavailable 23, analysis queue full 24, "
             "analysis not recorded 25, journal entries written 26, journal entries failed 27, uploaded 28, upload retries 29, "
-            "uploads deferred 30");
+            "uploads deferred 30, upload outages 31");
 }
 
 TEST(Stats, OutcomeNames) {
