@@ -13,6 +13,7 @@
 
 namespace coredumpd {
 
+using fleet::pg_error;
 using fleet::pg_exec;
 using fleet::pg_int;
 using fleet::pg_text;
@@ -102,9 +103,7 @@ struct FleetIndex::Impl {
       if (PQstatus(conn) != CONNECTION_BAD) throw;
       PQreset(conn);
       if (PQstatus(conn) != CONNECTION_OK) {
-        std::string why = PQerrorMessage(conn);
-        while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-        throw FleetIndexError(std::string(first.what()) + "; reconnecting failed: " + why, /*unreachable=*/true);
+        throw FleetIndexError(std::string(first.what()) + "; reconnecting failed: " + pg_error(conn), /*unreachable=*/true);
       }
       return pg_exec(conn, what, sql, params, cancelled);
     }
@@ -119,9 +118,7 @@ FleetIndex::FleetIndex(const std::string& conninfo) : impl_(new Impl) {
   try {
     if (impl_->conn == nullptr) throw FleetIndexError("fleet index: out of memory connecting");
     if (PQstatus(impl_->conn) != CONNECTION_OK) {
-      std::string why = PQerrorMessage(impl_->conn);
-      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
-      throw FleetIndexError("fleet index: cannot connect: " + why, /*unreachable=*/true);
+      throw FleetIndexError("fleet index: cannot connect: " + pg_error(impl_->conn), /*unreachable=*/true);
     }
     // "relation already exists, skipping" and the like: expected, not for stderr.
     PQsetNoticeProcessor(impl_->conn, ignore_notice, nullptr);

@@ -55,10 +55,16 @@ PgResult pg_exec(PGconn* conn, const char* what, const std::string& sql, const P
   const ExecStatusType st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
   std::string msg = r ? PQresultErrorMessage(r.get()) : "";
-  if (msg.empty()) msg = PQerrorMessage(conn);
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  if (msg.empty()) msg = pg_error(conn);
   // A connection lost (the server went away mid-statement) rather than a statement refused.
   throw FleetIndexError(std::string("fleet index: ") + what + ": " + msg, PQstatus(conn) == CONNECTION_BAD);
+}
+
+std::string pg_error(PGconn* conn) {
+  std::string why = PQerrorMessage(conn);
+  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+  return why;
 }
 
 std::string pg_text(const PGresult* r, int row, int col) {

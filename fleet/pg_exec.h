@@ -30,6 +30,9 @@ using PgParams = std::vector<std::optional<std::string>>;
 PgResult pg_exec(PGconn* conn, const char* what, const std::string& sql, const PgParams& params = {},
                  const std::function<bool()>& cancelled = {});
 
+/// libpq's message of the last failure on `conn` (PQerrorMessage), without its trailing newline.
+std::string pg_error(PGconn* conn);
+
 /// The text of column `col` of row `row` ("" for NULL).
 std::string pg_text(const PGresult* r, int row, int col);
 /// Column `col` of row `row` as an integer (0 for NULL). Throws FleetIndexError if it is not one.
