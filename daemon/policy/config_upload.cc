@@ -62,10 +62,8 @@ constexpr ConfigKey<UploadSettings> kUpload[] = {
      .apply = [](const KeyValue& v, UploadSettings& u) {
        const std::string h = plain_string(v, true);
        for (const char c : h)
-         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'))
-           v.fail("a host id has only letters, digits, '.', '_' and '-'");
-       // One segment of an object key: "." and ".." would be resolved away by the URL.
-       if (h == "." || h == "..") v.fail("a host id is not \".\" or \"..\"");
+         if (!is_host_id_byte(c)) v.fail("a host id has only letters, digits, '.', '_' and '-'");
+       if (is_dot_segment(h)) v.fail("a host id is not \".\" or \"..\"");
        u.host_id = h;
      },
      .write = [](const UploadSettings& u) -> json { return u.host_id; }},

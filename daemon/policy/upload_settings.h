@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace coredumpd {
 
@@ -19,6 +20,14 @@ enum class UploadMode {
 
 /// "none", "metadata", "core", "core-if-new-signature".
 const char* upload_mode_name(UploadMode m);
+
+/// A byte a host id may hold: letters, digits, '.', '_' and '-' (one plain segment of an object key).
+constexpr bool is_host_id_byte(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '-';
+}
+/// "." and "..": host ids a URL would resolve away (<endpoint>/<bucket>/../<id> is another bucket).
+constexpr bool is_dot_segment(std::string_view h) { return h == "." || h == ".."; }
 
 /// "upload": {...}: the uploader. Off while endpoint is "".
 struct UploadSettings {

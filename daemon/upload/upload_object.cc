@@ -3,7 +3,6 @@
 #include <systemd/sd-id128.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <climits>
 
 #include "store/record_extras.h"
@@ -31,8 +30,8 @@ HostIdentity host_identity(const UploadSettings& s) {
     // Any bytes sethostname(2) took: made what upload.host_id allows (one plain segment of an
     // object key), each other byte '_', and "." or ".." (which a URL resolves away) all '_'.
     for (char& c : h.host_id)
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
-    if (h.host_id == "." || h.host_id == "..") h.host_id.assign(h.host_id.size(), '_');
+      if (!is_host_id_byte(c)) c = '_';
+    if (is_dot_segment(h.host_id)) h.host_id.assign(h.host_id.size(), '_');
   }
   // libsystemd reads and validates /etc/machine-id (32 hex digits), as the journal's _MACHINE_ID.
   sd_id128_t id;
