@@ -1,7 +1,5 @@
 #include "daemon/upload/peer_backoff.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <random>
 
@@ -10,9 +8,8 @@ namespace coredumpd::upload {
 namespace {
 
 std::int64_t monotonic_us() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1'000;
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace

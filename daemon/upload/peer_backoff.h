@@ -27,7 +27,7 @@ class PeerBackoff {
   using Clock = std::function<std::int64_t()>;  ///< monotonic time in µs
   using Jitter = std::function<double()>;       ///< a fraction in [0, 1)
 
-  /// `clock` and `jitter` default to CLOCK_MONOTONIC and a PRNG (tests inject their own).
+  /// `clock` and `jitter` default to the steady clock (CLOCK_MONOTONIC) and a PRNG (tests inject their own).
   explicit PeerBackoff(Clock clock = {}, Jitter jitter = {});
 
   /// What admit() allows.
