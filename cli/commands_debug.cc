@@ -31,13 +31,6 @@ namespace {
 
 constexpr const char* kDeletedSuffix = " (deleted)";
 
-/// Directory for the decompressed core: $TMPDIR, else /var/tmp (cores are large; /tmp is often a
-/// small tmpfs).
-std::string temp_dir() {
-  const char* env = std::getenv("TMPDIR");
-  return env != nullptr && env[0] != '\0' ? env : "/var/tmp";
-}
-
 /// The executable to hand to the debugger, or "" if it is gone, replaced or not a safe argument.
 std::string usable_exe(const std::string& exe) {
   if (exe.empty() || exe[0] != '/') return "";  // never pass something that looks like an option

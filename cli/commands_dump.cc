@@ -24,13 +24,6 @@ namespace coredumpd::cli {
 
 namespace {
 
-std::string dir_of(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
 /// Follows a symlink at `target` so that the rename replaces the file it points to, not the link.
 std::string resolve_target(const std::string& target) {
   struct stat sb {};

@@ -32,17 +32,6 @@ namespace {
 
 constexpr std::string_view kDeleted = " (deleted)";
 
-std::string temp_dir() {
-  const char* env = std::getenv("TMPDIR");
-  return env && *env ? env : "/var/tmp";
-}
-
-std::string dir_of(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 /// The NT_FILE mappings of the core in `fd` (its notes are near the start: read until parsed).
 std::vector<std::string> mapped_files(int fd) {
   protocol::CoreNoteScanner scanner;

@@ -18,6 +18,17 @@
 
 namespace coredumpd::cli {
 
+std::string temp_dir() {
+  const char* env = std::getenv("TMPDIR");
+  return env != nullptr && env[0] != '\0' ? env : "/var/tmp";
+}
+
+std::string dir_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 TempFile::TempFile(const std::string& dir, const std::string& prefix) {
   std::string name = dir;
   if (name.empty()) name = ".";

@@ -14,6 +14,14 @@
 
 namespace coredumpd::cli {
 
+/// The directory for large temporary files (a decompressed core, a download): $TMPDIR, else
+/// /var/tmp (cores are large; /tmp is often a small tmpfs).
+std::string temp_dir();
+
+/// The directory part of `path` ("." for a bare name, "/" for a file in the root), where a
+/// TempFile goes so that rename_to(path) stays on one filesystem.
+std::string dir_of(const std::string& path);
+
 /// A new, empty file created with mkostemp (mode 0600, O_CLOEXEC) from `dir` and a name prefix.
 /// The destructor closes the descriptor and unlinks the file unless rename_to() moved it; while it
 /// lives, SIGINT, SIGTERM and SIGHUP remove it too (SignalCleanup).

@@ -17,21 +17,6 @@
 
 namespace coredumpd::cli {
 
-namespace {
-
-std::string dir_of(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-std::string temp_dir() {
-  const char* env = std::getenv("TMPDIR");
-  return env != nullptr && env[0] != '\0' ? env : "/var/tmp";
-}
-
-}  // namespace
-
 void require_fleet_core(const FleetRecord& r) {
   if (r.object_key.empty() || r.state != "uploaded")
     throw DumpctlError("crash " + escape_for_display(r.dump_id) + " of " + escape_for_display(r.host_id) +
